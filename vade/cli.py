@@ -1,0 +1,54 @@
+"""The ``vade`` command: one verb per pipeline stage, each implemented in its own module.
+
+Every Snakemake rule calls a verb here. A verb's module is imported only when that verb runs, so
+``vade sql`` never pays for (or needs) torch, verl or lmms-eval. Each module provides
+``add_arguments(parser)`` and ``run(args) -> int``, and keeps heavy imports inside ``run``: the
+parser imports every command module to build its help.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from vade import __version__
+
+# verb -> (module, one-line help); nested verbs (``vade bench sampler``) live in their module.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "sql": ("vade.store.sql_command", "run a read-only SQL query on run histories"),
+    "bench": ("vade.bench.command", "measure speed and memory (prints a table, writes JSON)"),
+    "simulate": ("vade.simulate.command", "compare samplers on a simulated bandit"),
+    "demo": ("vade.demo", "a short end-to-end demonstration on this machine"),
+}
+
+
+class UserError(Exception):
+    """An error in the user's input: printed as one line, exit status 2, no traceback."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vade", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"vade {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(_module=module)
+        importlib.import_module(module).add_arguments(p)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    module = importlib.import_module(args._module)
+    try:
+        return int(module.run(args) or 0)
+    except (UserError, ValueError, FileNotFoundError) as exc:
+        print(f"vade {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""Read-only access to run histories: one run's file, or a catalog over many.
+
+A catalog is an in-memory DuckDB that attaches every run file read-only and exposes the same
+tables (as unions over the files) and the same views as a single run file, so every SQL example
+works unchanged on one run or a whole sweep.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import duckdb
+
+from vade.store.schema import TABLES, view_sql
+
+__all__ = ["expand_paths", "open_catalog", "open_readonly", "query"]
+
+
+def expand_paths(patterns: Iterable[str | Path]) -> list[Path]:
+    """Files named by paths, directories (every ``*.duckdb`` below) or glob patterns."""
+    found: list[Path] = []
+    for pattern in patterns:
+        p = Path(pattern)
+        if p.is_dir():
+            found.extend(sorted(p.rglob("*.duckdb")))
+        elif any(ch in str(pattern) for ch in "*?["):
+            found.extend(Path(x) for x in sorted(glob.glob(str(pattern), recursive=True)))
+        elif p.is_file():
+            found.append(p)
+        else:
+            raise FileNotFoundError(f"no run database at {p}")
+    unique = list(dict.fromkeys(f.resolve() for f in found))
+    if not unique:
+        raise FileNotFoundError(f"no *.duckdb files match {[str(x) for x in patterns]}")
+    return unique
+
+
+def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
+    """One run file, read-only: a write raises instead of changing the history."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"no run database at {p}")
+    return duckdb.connect(str(p), read_only=True)
+
+
+def open_catalog(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
+    """All given run files attached read-only, with union tables and the history views."""
+    con = duckdb.connect(":memory:")
+    aliases = []
+    for i, path in enumerate(expand_paths(paths)):
+        alias = f"run_file_{i}"
+        con.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS {alias} (READ_ONLY)")
+        aliases.append(alias)
+    for table in TABLES:
+        union = " UNION ALL BY NAME ".join(f"SELECT * FROM {a}.{table}" for a in aliases)
+        con.execute(f"CREATE TEMP VIEW {table} AS {union}")
+    con.execute(view_sql(temporary=True))
+    return con
+
+
+def query(paths: Sequence[str | Path], sql: str) -> duckdb.DuckDBPyRelation:
+    """Run ``sql`` against one file (opened read-only) or a catalog of several."""
+    files = expand_paths(paths)
+    con = open_readonly(files[0]) if len(files) == 1 else open_catalog(files)
+    return con.sql(sql)

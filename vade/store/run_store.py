@@ -1,0 +1,214 @@
+"""Writes one run's sampler history to its own DuckDB file.
+
+One file per run means one writer per file, which is what DuckDB supports and what parallel SLURM
+jobs need; a catalog (``vade.store.query``) reads many files at once. Each step is written in one
+transaction that first deletes whatever that (run, step) already holds, so a run resumed from a
+checkpoint rewrites its replayed steps instead of duplicating them, and a failure mid-step leaves
+the previous steps untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from vade.sampling.observation import Observation
+from vade.store.schema import CREATE_TABLES, view_sql
+
+__all__ = ["RunStore"]
+
+
+def _decay_unselected(sampler_config: Mapping[str, Any]) -> float | None:
+    """The per-step factor on unobserved samples (eq. 6), or None for samplers without state."""
+    if sampler_config.get("kind") != "vade":
+        return None
+    return float(sampler_config["lambda2"])
+
+
+class RunStore:
+    """Append-only (per step, replaceable) history of one run in ``path``.
+
+    Usage::
+
+        with RunStore(path, run_id="vade-grpo-s0", snapshot_every=50) as store:
+            store.start_run(method="vade", sampler_config=sampler.config, config=cfg)
+            store.log_initial_state(sampler.alpha, sampler.beta)
+            ...
+            store.log_step(obs, sampler_seconds=dt, metrics={"loss": 0.3}, state=sampler)
+    """
+
+    def __init__(self, path: str | Path, run_id: str, *, snapshot_every: int = 0) -> None:
+        if not run_id:
+            raise ValueError("run_id must be a non-empty string")
+        if snapshot_every < 0:
+            raise ValueError(f"snapshot_every must be >= 0 (0 disables), got {snapshot_every}")
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.run_id = run_id
+        self.snapshot_every = int(snapshot_every)
+        self.con = duckdb.connect(str(self.path))
+        self.con.execute(CREATE_TABLES)
+        self.con.execute(view_sql(temporary=False))
+
+    def __enter__(self) -> "RunStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def start_run(
+        self,
+        *,
+        method: str,
+        sampler_config: Mapping[str, Any],
+        config: Mapping[str, Any] | None = None,
+        code_version: str | None = None,
+    ) -> None:
+        """Record (or, on resume, re-record) the run's identity; the row is replaced, not added."""
+        from vade.provenance import code_version as current_code_version
+
+        sc = dict(sampler_config)
+        row = {
+            "run_id": self.run_id,
+            "method": method,
+            "sampler": sc.get("kind", "unknown"),
+            "n_samples": int(sc["n_samples"]),
+            "batch_size": int(sc["batch_size"]),
+            "seed": int(sc.get("seed", 0)),
+            "objective": sc.get("objective"),
+            "exploration": sc.get("exploration"),
+            "decay": sc.get("decay"),
+            "lambda1": sc.get("lambda1"),
+            "lambda2": sc.get("lambda2"),
+            "decay_unselected": _decay_unselected(sc),
+            "snapshot_every": self.snapshot_every,
+            "config": json.dumps(dict(config or {}), sort_keys=True, default=str),
+            "code_version": code_version or current_code_version(),
+        }
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        self.con.execute(f"INSERT OR REPLACE INTO runs ({cols}) VALUES ({marks})",
+                         list(row.values()))
+
+    def _insert(self, table: str, columns: Mapping[str, Any]) -> None:
+        arrow = pa.table(dict(columns))
+        self.con.register("_vade_rows", arrow)
+        try:
+            names = ", ".join(columns)
+            self.con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _vade_rows")
+        finally:
+            self.con.unregister("_vade_rows")
+
+    def _snapshot(self, step: int, alpha: np.ndarray | None, beta: np.ndarray | None,
+                  n_samples: int) -> None:
+        self.con.execute("DELETE FROM snapshots WHERE run_id = ? AND step = ?",
+                         [self.run_id, step])
+        missing = pa.nulls(n_samples, pa.float64())
+        self._insert("snapshots", {
+            "run_id": pa.array(np.full(n_samples, self.run_id, dtype=object), pa.string()),
+            "step": np.full(n_samples, step, dtype=np.int32),
+            "sample_id": np.arange(n_samples, dtype=np.int64),
+            "alpha": missing if alpha is None else np.asarray(alpha, np.float64),
+            "beta": missing if beta is None else np.asarray(beta, np.float64),
+        })
+
+    def _transaction(self, work: Any) -> None:
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            work()
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    def log_initial_state(self, alpha: np.ndarray | None, beta: np.ndarray | None,
+                          n_samples: int | None = None) -> None:
+        """Step 0: the state before training (initial rollouts), which also lists the samples."""
+        if alpha is None and n_samples is None:
+            raise ValueError("log_initial_state needs alpha/beta or n_samples")
+        n = int(n_samples if n_samples is not None else np.asarray(alpha).size)
+        self._transaction(lambda: self._snapshot(0, alpha, beta, n))
+
+    def log_step(
+        self,
+        obs: Observation,
+        *,
+        sampler_seconds: float | None = None,
+        rollouts_generated: int | None = None,
+        metrics: Mapping[str, float] | None = None,
+        state: Any = None,
+    ) -> None:
+        """Write step ``obs.step`` in one transaction, replacing anything logged for it before.
+
+        ``rollouts_generated`` defaults to the observed rollouts (a filtering method such as DAPO
+        generates more than it keeps). ``state`` is the sampler: on snapshot steps its full
+        alpha/beta are stored.
+        """
+        step = int(obs.step)
+        if step < 1:
+            raise ValueError(f"steps are numbered from 1, got {step}")
+        values = {k: float(v) for k, v in (metrics or {}).items()}
+        bad = [k for k, v in values.items() if not isinstance(k, str) or not k]
+        if bad:
+            raise ValueError(f"metric names must be non-empty strings, got {bad!r}")
+        n = obs.indices.size
+        take_snapshot = (self.snapshot_every > 0 and step % self.snapshot_every == 0
+                         and state is not None)
+
+        def work() -> None:
+            for table in ("steps", "metrics", "events"):
+                self.con.execute(f"DELETE FROM {table} WHERE run_id = ? AND step = ?",
+                                 [self.run_id, step])
+            self.con.execute(
+                "INSERT INTO steps (run_id, step, n_selected, effective_ratio, mean_accuracy,"
+                " rollouts, sampler_seconds) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [self.run_id, step, n, obs.effective_ratio, obs.mean_accuracy,
+                 int(rollouts_generated if rollouts_generated is not None else obs.n_rollouts),
+                 sampler_seconds])
+            if values:
+                self.con.executemany(
+                    "INSERT INTO metrics VALUES (?, ?, ?, ?)",
+                    [[self.run_id, step, k, None if math.isnan(v) else v]
+                     for k, v in values.items()])
+            missing = pa.nulls(n, pa.float64())
+            self._insert("events", {
+                "run_id": pa.array(np.full(n, self.run_id, dtype=object), pa.string()),
+                "step": np.full(n, step, dtype=np.int32),
+                "sample_id": obs.indices,
+                "p_drawn": pa.array(obs.p_drawn, from_pandas=True),  # NaN (not drawn) -> NULL
+                "gain": pa.array(obs.gain, from_pandas=True),
+                "correct": obs.correct,
+                "rollouts": obs.rollouts,
+                "alpha_before": missing if obs.alpha_before is None else obs.alpha_before,
+                "beta_before": missing if obs.beta_before is None else obs.beta_before,
+                "alpha_after": missing if obs.alpha_after is None else obs.alpha_after,
+                "beta_after": missing if obs.beta_after is None else obs.beta_after,
+            })
+            if take_snapshot:
+                self._snapshot(step, getattr(state, "alpha", None), getattr(state, "beta", None),
+                               int(state.n_samples))
+
+        self._transaction(work)
+
+    def truncate_after(self, step: int) -> None:
+        """Forget steps after ``step`` (resuming from a checkpoint taken at ``step``)."""
+        def work() -> None:
+            for table in ("steps", "metrics", "events", "snapshots"):
+                self.con.execute(f"DELETE FROM {table} WHERE run_id = ? AND step > ?",
+                                 [self.run_id, int(step)])
+        self._transaction(work)
+
+    def last_step(self) -> int:
+        row = self.con.execute("SELECT max(step) FROM steps WHERE run_id = ?",
+                               [self.run_id]).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0

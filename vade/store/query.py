@@ -15,7 +15,7 @@ import duckdb
 
 from vade.store.schema import TABLES, view_sql
 
-__all__ = ["expand_paths", "open_catalog", "open_readonly", "query"]
+__all__ = ["connect", "expand_paths", "open_catalog", "open_readonly", "query"]
 
 
 def expand_paths(patterns: Iterable[str | Path]) -> list[Path]:
@@ -60,8 +60,12 @@ def open_catalog(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def query(paths: Sequence[str | Path], sql: str) -> duckdb.DuckDBPyRelation:
-    """Run ``sql`` against one file (opened read-only) or a catalog of several."""
+def connect(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
+    """One file opened read-only, or a catalog when the paths name several."""
     files = expand_paths(paths)
-    con = open_readonly(files[0]) if len(files) == 1 else open_catalog(files)
-    return con.sql(sql)
+    return open_readonly(files[0]) if len(files) == 1 else open_catalog(files)
+
+
+def query(paths: Sequence[str | Path], sql: str) -> duckdb.DuckDBPyConnection:
+    """Execute ``sql`` read-only; fetch with ``fetchall()``/``fetchone()``/``fetchnumpy()``."""
+    return connect(paths).execute(sql)

@@ -10,7 +10,6 @@ the previous steps untouched.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -56,6 +55,7 @@ class RunStore:
         self.con = duckdb.connect(str(self.path))
         self.con.execute(CREATE_TABLES)
         self.con.execute(view_sql(temporary=False))
+        self._logged_through = self.last_step()  # steps above this need no delete-before-insert
 
     def __enter__(self) -> "RunStore":
         return self
@@ -166,9 +166,10 @@ class RunStore:
                          and state is not None)
 
         def work() -> None:
-            for table in ("steps", "metrics", "events"):
-                self.con.execute(f"DELETE FROM {table} WHERE run_id = ? AND step = ?",
-                                 [self.run_id, step])
+            if step <= self._logged_through:  # a replayed step: replace what it wrote
+                for table in ("steps", "metrics", "events"):
+                    self.con.execute(f"DELETE FROM {table} WHERE run_id = ? AND step = ?",
+                                     [self.run_id, step])
             self.con.execute(
                 "INSERT INTO steps (run_id, step, n_selected, effective_ratio, mean_accuracy,"
                 " rollouts, sampler_seconds) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -176,10 +177,12 @@ class RunStore:
                  int(rollouts_generated if rollouts_generated is not None else obs.n_rollouts),
                  sampler_seconds])
             if values:
-                self.con.executemany(
-                    "INSERT INTO metrics VALUES (?, ?, ?, ?)",
-                    [[self.run_id, step, k, None if math.isnan(v) else v]
-                     for k, v in values.items()])
+                self._insert("metrics", {
+                    "run_id": pa.array([self.run_id] * len(values), pa.string()),
+                    "step": np.full(len(values), step, dtype=np.int32),
+                    "name": pa.array(list(values), pa.string()),
+                    "value": pa.array(list(values.values()), pa.float64(), from_pandas=True),
+                })
             missing = pa.nulls(n, pa.float64())
             self._insert("events", {
                 "run_id": pa.array(np.full(n, self.run_id, dtype=object), pa.string()),
@@ -199,6 +202,7 @@ class RunStore:
                                int(state.n_samples))
 
         self._transaction(work)
+        self._logged_through = max(self._logged_through, step)
 
     def truncate_after(self, step: int) -> None:
         """Forget steps after ``step`` (resuming from a checkpoint taken at ``step``)."""
@@ -207,6 +211,7 @@ class RunStore:
                 self.con.execute(f"DELETE FROM {table} WHERE run_id = ? AND step > ?",
                                  [self.run_id, int(step)])
         self._transaction(work)
+        self._logged_through = min(self._logged_through, int(step))
 
     def last_step(self) -> int:
         row = self.con.execute("SELECT max(step) FROM steps WHERE run_id = ?",

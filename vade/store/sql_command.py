@@ -19,14 +19,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import duckdb
 
-    from vade.store.query import expand_paths, open_catalog, open_readonly
+    from vade.store.query import connect
 
     sql = args.query
     if sql.startswith("@"):
         with open(sql[1:], encoding="utf-8") as fh:
             sql = fh.read()
-    files = expand_paths(args.db)
-    con = open_readonly(files[0]) if len(files) == 1 else open_catalog(files)
+    con = connect(args.db)
     try:
         rel = con.sql(sql)
         if rel is None:

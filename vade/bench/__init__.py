@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that measure and write numbers (never timed tests)."""

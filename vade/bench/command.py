@@ -1,0 +1,51 @@
+"""``vade bench sampler``: print a table of the sampler's cost and write it as JSON."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _size(text: str) -> int:
+    value = float(text)
+    if value < 1 or value != int(value):
+        raise argparse.ArgumentTypeError(f"not a positive whole number: {text}")
+    return int(value)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="target", metavar="TARGET", required=True)
+    p = sub.add_parser("sampler", help="select+observe per step and DuckDB logging per step")
+    p.add_argument("--sizes", nargs="+", type=_size, default=[10**4, 10**5, 10**6, 10**7],
+                   help="numbers of samples (1e6 notation accepted)")
+    p.add_argument("--batch-size", type=_size, default=512)
+    p.add_argument("--steps", type=_size, default=7, help="timed steps per size (median)")
+    p.add_argument("--log-steps", type=_size, default=30, help="timed DuckDB step writes")
+    p.add_argument("--threads", type=_size, default=None,
+                   help="draw threads (default: up to 4, by CPU count)")
+    p.add_argument("--out", default="reports/bench/sampler.json")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from vade.bench.sampler import run_all
+
+    result = run_all(args.sizes, args.batch_size, args.steps, args.threads, args.log_steps)
+    print(f"\nVADE sampler, batch {args.batch_size}, median of {args.steps} steps "
+          f"({result['machine']['cpu_count']} CPUs, numpy {result['machine']['numpy']})")
+    print(f"{'n_samples':>12} {'select+observe ms':>18} {'select ms':>10} {'observe ms':>11}"
+          f" {'ns/sample':>10} {'peak B/sample':>14}")
+    for row in result["sampler"]:
+        print(f"{row['n_samples']:>12,} {row['select_observe_ms_median']:>18.2f}"
+              f" {row['select_ms_median']:>10.2f} {row['observe_ms_median']:>11.2f}"
+              f" {row['ns_per_sample']:>10.2f} {row['peak_bytes_per_sample']:>14.1f}")
+    log = result["logging"]
+    print(f"\nDuckDB: {log['events_per_step']} events per step: median "
+          f"{log['log_step_ms_median']:.2f} ms (p90 {log['log_step_ms_p90']:.2f} ms); "
+          f"snapshot of {log['snapshot_samples']:,} samples: {log['snapshot_ms']:.0f} ms")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from vade.sampling.observation import Observation, validate_observation
-from vade.sampling.vade import _check_size
+from vade.sampling.checks import check_sizes, check_state
 
 __all__ = ["UniformSampler"]
 
@@ -27,7 +27,7 @@ class UniformSampler:
     beta = None
 
     def __init__(self, n_samples: int, batch_size: int, seed: int = 0) -> None:
-        _check_size(n_samples, batch_size)
+        check_sizes(n_samples, batch_size)
         self.n_samples = int(n_samples)
         self.batch_size = int(batch_size)
         self.seed = int(seed)
@@ -66,14 +66,7 @@ class UniformSampler:
                 "rng": self._rng.bit_generator.state}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("version") != _STATE_VERSION:
-            raise ValueError(f"unsupported sampler state version {state.get('version')!r}")
-        for key, value in self.config.items():
-            if state["config"].get(key) != value:
-                raise ValueError(
-                    f"sampler state has {key} = {state['config'].get(key)!r}, but this sampler "
-                    f"was built with {key} = {value!r}"
-                )
+        check_state(state, _STATE_VERSION, self.config)
         perm = np.array(state["perm"], dtype=np.int64)
         if perm.shape != (self.n_samples,):
             raise ValueError(f"sampler state perm has shape {perm.shape}")

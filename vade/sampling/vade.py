@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from vade.sampling.checks import check_sizes, check_state
 from vade.sampling.draws import EXPLORATIONS, OBJECTIVES, ChunkedScorer
 from vade.sampling.observation import Observation, validate_observation
 from vade.sampling.topk import top_k_random_ties
@@ -31,18 +32,6 @@ __all__ = ["DECAYS", "VadeSampler"]
 
 DECAYS = ("two-scale", "last-update", "none")
 _STATE_VERSION = 1
-
-
-def _check_size(n_samples: int, batch_size: int) -> None:
-    if not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
-        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
-    if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    if batch_size > n_samples:
-        raise ValueError(
-            f"batch_size = {batch_size} exceeds n_samples = {n_samples}: "
-            "a batch holds distinct samples"
-        )
 
 
 def _decay_factors(decay: str, lambda1: float, lambda2: float) -> tuple[float, float]:
@@ -99,7 +88,7 @@ class VadeSampler:
         beta: np.ndarray | None = None,
         threads: int | None = None,
     ) -> None:
-        _check_size(n_samples, batch_size)
+        check_sizes(n_samples, batch_size)
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {tuple(OBJECTIVES)}, got {objective!r}")
         if exploration not in EXPLORATIONS:
@@ -208,14 +197,7 @@ class VadeSampler:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a ``state_dict``; refuses one from a differently configured sampler."""
-        if state.get("version") != _STATE_VERSION:
-            raise ValueError(f"unsupported sampler state version {state.get('version')!r}")
-        for key, value in self.config.items():
-            if state["config"].get(key) != value:
-                raise ValueError(
-                    f"sampler state has {key} = {state['config'].get(key)!r}, but this sampler "
-                    f"was built with {key} = {value!r}"
-                )
+        check_state(state, _STATE_VERSION, self.config)
         self.alpha = _initial_state("alpha", state["alpha"], self.n_samples)
         self.beta = _initial_state("beta", state["beta"], self.n_samples)
         self.step = int(state["step"])

@@ -90,7 +90,8 @@ CREATE TABLE IF NOT EXISTS snapshots (
 CREATE_VIEWS = """
 CREATE OR REPLACE {temp} VIEW step_summary AS
 SELECT s.run_id, s.step, s.n_selected, s.effective_ratio, s.mean_accuracy, s.rollouts,
-       sum(s.rollouts) OVER (PARTITION BY s.run_id ORDER BY s.step) AS rollouts_cumulative,
+       CAST(sum(s.rollouts) OVER (PARTITION BY s.run_id ORDER BY s.step) AS BIGINT)
+           AS rollouts_cumulative,
        s.sampler_seconds,
        e.effective_ratio_events
 FROM steps s

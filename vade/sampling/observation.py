@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Observation", "effective_gradient_ratio", "validate_observation"]
+__all__ = ["Observation", "draws_for", "effective_gradient_ratio", "validate_observation"]
 
 
 def effective_gradient_ratio(correct: np.ndarray, rollouts: np.ndarray | float) -> float:
@@ -57,6 +57,25 @@ class Observation:
     @property
     def mean_accuracy(self) -> float:
         return float(np.mean(self.correct / self.rollouts))
+
+
+def draws_for(
+    selected: np.ndarray, p: np.ndarray, gain: np.ndarray, indices: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(p, gain) that the last ``select`` gave each of ``indices``; NaN where it did not pick it.
+
+    Trainers may observe a subset or a reordering of the selection (verl drops overlong prompts
+    and reorders rows), so draws are matched by sample index, never by position.
+    """
+    out_p = np.full(indices.shape, np.nan)
+    out_gain = np.full(indices.shape, np.nan)
+    if selected.size:
+        order = np.argsort(selected)
+        pos = np.minimum(np.searchsorted(selected[order], indices), selected.size - 1)
+        hit = selected[order][pos] == indices
+        out_p[hit] = p[order][pos[hit]]
+        out_gain[hit] = gain[order][pos[hit]]
+    return out_p, out_gain
 
 
 def _first_bad(mask: np.ndarray) -> int:

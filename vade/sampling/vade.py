@@ -25,7 +25,7 @@ import numpy as np
 
 from vade.sampling.checks import check_sizes, check_state
 from vade.sampling.draws import EXPLORATIONS, OBJECTIVES, ChunkedScorer
-from vade.sampling.observation import Observation, validate_observation
+from vade.sampling.observation import Observation, draws_for, validate_observation
 from vade.sampling.topk import top_k_random_ties
 
 __all__ = ["DECAYS", "VadeSampler"]
@@ -149,19 +149,6 @@ class VadeSampler:
                       self._score[chosen].astype(np.float64))
         return chosen.copy()
 
-    def _last_draw_for(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        sel, p, gain = self._last
-        out_p = np.full(idx.shape, np.nan)
-        out_gain = np.full(idx.shape, np.nan)
-        if sel.size:
-            order = np.argsort(sel)
-            pos = np.searchsorted(sel[order], idx)
-            pos = np.minimum(pos, sel.size - 1)
-            hit = sel[order][pos] == idx
-            out_p[hit] = p[order][pos[hit]]
-            out_gain[hit] = gain[order][pos[hit]]
-        return out_p, out_gain
-
     def observe(
         self, indices: np.ndarray, correct: np.ndarray, rollouts: np.ndarray | float
     ) -> Observation:
@@ -175,7 +162,7 @@ class VadeSampler:
         self.alpha[idx] = self.lambda1 * a_before + r
         self.beta[idx] = self.lambda1 * b_before + (g - r)
         self.step += 1
-        p, gain = self._last_draw_for(idx)
+        p, gain = draws_for(*self._last, idx)
         return Observation(
             step=self.step, indices=idx, correct=r, rollouts=g, p_drawn=p, gain=gain,
             alpha_before=a_before, beta_before=b_before,

@@ -1,0 +1,274 @@
+"""Peer samplers (MoPPS, GRESO, MMR1, SEC): the sampler contract and hand-computed rules."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from vade.sampling.observation import Observation
+from vade.sampling.peers import (
+    PEERS,
+    GresoSampler,
+    MMR1Sampler,
+    MoPPSSampler,
+    SECSampler,
+    mean_abs_advantage,
+)
+
+N, B, G = 60, 8, 8
+CATS = np.arange(N) % 3
+
+
+def _make(name: str, seed: int = 0, **kw):
+    if name == "sec":
+        kw.setdefault("categories", CATS)
+    return PEERS[name](N, B, seed=seed, **kw)
+
+
+def _outcome(idx: np.ndarray) -> np.ndarray:
+    """A fixed, index-dependent outcome so runs are comparable without an environment."""
+    return (idx * 7 + 3) % (G + 1)
+
+
+def _same_rng_state(a: dict, b: dict) -> bool:
+    """bit_generator.state dicts hold numpy arrays (SFC64): compare them element-wise."""
+    return a["bit_generator"] == b["bit_generator"] and all(
+        np.array_equal(a["state"][k], b["state"][k]) for k in a["state"]
+    ) and a.get("has_uint32") == b.get("has_uint32") and a.get("uinteger") == b.get("uinteger")
+
+
+def _drive(sampler, steps: int) -> list[np.ndarray]:
+    picks = []
+    for _ in range(steps):
+        request = getattr(sampler, "rescore_request", lambda: None)()
+        if request is not None:
+            ridx, n = request
+            sampler.observe_rescore(ridx, (ridx * 3) % (n + 1), n)
+        idx = sampler.select()
+        picks.append(idx)
+        sampler.observe(idx, _outcome(idx), G)
+    return picks
+
+
+@pytest.mark.parametrize("name", sorted(PEERS))
+def test_select_gives_distinct_valid_indices_and_observe_returns_an_observation(name):
+    s = _make(name)
+    for step in range(1, 12):
+        idx = s.select()
+        assert idx.shape == (B,) and np.unique(idx).size == B
+        assert idx.min() >= 0 and idx.max() < N
+        obs = s.observe(idx, _outcome(idx), G)
+        assert isinstance(obs, Observation) and obs.step == step == s.step
+        np.testing.assert_array_equal(obs.indices, idx)
+    assert s.config["kind"] == name and s.config["seed"] == 0
+
+
+@pytest.mark.parametrize("name", sorted(PEERS))
+def test_observe_reuses_validate_observation(name):
+    s = _make(name)
+    with pytest.raises(ValueError, match="duplicate index"):
+        s.observe(np.array([1, 1]), np.array([0, 1]), G)
+    with pytest.raises(ValueError, match="exceeds rollouts"):
+        s.observe(np.array([1]), np.array([9]), G)
+
+
+@pytest.mark.parametrize("name", sorted(PEERS))
+def test_same_seed_same_selections_other_seed_differs(name):
+    a, b, c = _drive(_make(name), 15), _drive(_make(name), 15), _drive(_make(name, seed=1), 15)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not all(np.array_equal(x, y) for x, y in zip(a, c))
+
+
+@pytest.mark.parametrize("name", sorted(PEERS))
+def test_state_dict_round_trips_exactly(name):
+    s = _make(name)
+    _drive(s, 7)
+    state = copy.deepcopy(s.state_dict())
+    tail = _drive(s, 9)
+    end = s.state_dict()
+    r = _make(name)
+    r.load_state_dict(state)
+    assert all(np.array_equal(x, y) for x, y in zip(tail, _drive(r, 9)))
+    again = r.state_dict()
+    assert again["step"] == end["step"] and again["scalars"] == end["scalars"]
+    assert _same_rng_state(again["rng"], end["rng"])
+    for key in end["arrays"]:
+        np.testing.assert_array_equal(again["arrays"][key], end["arrays"][key])
+
+
+@pytest.mark.parametrize("name, kw", [("mopps", {"decay": 1.0}), ("greso", {"min_keep": 0.05}),
+                                      ("mmr1", {"rescore_every": 2}), ("sec", {"temperature": 2})])
+def test_state_of_another_configuration_is_refused(name, kw):
+    state = _make(name).state_dict()
+    with pytest.raises(ValueError, match="sampler state has"):
+        _make(name, **kw).load_state_dict(state)
+
+
+@pytest.mark.parametrize("cls, kw, param", [
+    (MoPPSSampler, {"decay": 1.5}, "decay"),
+    (MoPPSSampler, {"prior_alpha": 0}, "prior_alpha"),
+    (MoPPSSampler, {"pool_factor": 0.5}, "pool_factor"),
+    (GresoSampler, {"target_zero_variance": -0.1}, "target_zero_variance"),
+    (GresoSampler, {"min_keep": 0}, "min_keep"),
+    (GresoSampler, {"initial_keep": 0.001}, "initial_keep"),
+    (MMR1Sampler, {"rescore_every": 0}, "rescore_every"),
+    (MMR1Sampler, {"rescore_rollouts": 2.5}, "rescore_rollouts"),
+    (MMR1Sampler, {"weighted_share": 2}, "weighted_share"),
+    (SECSampler, {"categories": CATS, "temperature": 0}, "temperature"),
+    (SECSampler, {"categories": CATS, "step_size": 1.5}, "step_size"),
+    (SECSampler, {"categories": CATS[:5]}, "categories"),
+    (SECSampler, {"categories": CATS - 1}, "categories"),
+])
+def test_bad_hyperparameters_name_the_parameter(cls, kw, param):
+    with pytest.raises(ValueError, match=param):
+        cls(N, B, **kw)
+
+
+def test_bad_sizes_are_refused():
+    with pytest.raises(ValueError, match="batch_size"):
+        MoPPSSampler(5, 6)
+
+
+# --- MoPPS -------------------------------------------------------------------------------
+
+
+def test_mopps_update_decays_sampled_prompts_only():
+    s = MoPPSSampler(N, B, decay=0.5, prior_alpha=1.0, prior_beta=2.0)
+    s.a[:] = 5.0
+    s.b[:] = 3.0
+    s.observe(np.array([2, 9]), np.array([3, 8]), G)
+    # a <- 0.5 * 5 + 0.5 * 1 + r ; b <- 0.5 * 3 + 0.5 * 2 + (G - r)
+    assert s.a[[2, 9]].tolist() == [6.0, 11.0]
+    assert s.b[[2, 9]].tolist() == [7.5, 2.5]
+    untouched = np.setdiff1d(np.arange(N), [2, 9])
+    assert np.all(s.a[untouched] == 5.0) and np.all(s.b[untouched] == 3.0)
+
+
+def test_mopps_picks_posteriors_closest_to_the_target():
+    s = MoPPSSampler(N, B, pool_factor=N / B)  # the pool is the whole dataset
+    s.a[:], s.b[:] = 20.0, 980.0  # p ~ 0.02
+    half = np.arange(5, 5 + B)
+    s.a[half], s.b[half] = 1000.0, 1000.0  # p ~ 0.5
+    assert set(s.select().tolist()) == set(half.tolist())
+
+
+def test_mopps_pool_limits_candidates():
+    s = MoPPSSampler(N, 2, pool_factor=3)
+    assert s.pool_size == 6
+
+
+# --- GRESO -------------------------------------------------------------------------------
+
+
+def test_greso_keep_probability_and_streaks():
+    s = GresoSampler(N, B, initial_keep=0.5, min_keep=0.01)
+    s.streak[:4] = [2, -3, 0, 9]
+    s.p_hard = 0.4
+    np.testing.assert_allclose(s.keep_probability()[:4], [0.25, 0.064, 1.0, 0.01])
+    s.observe(np.array([0, 1, 2, 3]), np.array([8, 8, 0, 4]), G)
+    assert s.streak[:4].tolist() == [3, 1, -1, 0]
+
+
+def test_greso_adapts_toward_the_zero_variance_target():
+    s = GresoSampler(N, B, target_zero_variance=0.25, easy_share=0.5, adjust_step=0.01,
+                     initial_keep=0.5)
+    idx = np.arange(B)
+    s.observe(idx, np.full(B, G), G)  # all easy: easy share 1 > 0.125, hard share 0 <= 0.125
+    assert s.p_easy == pytest.approx(0.49) and s.p_hard == pytest.approx(0.51)
+
+
+def test_greso_with_nothing_to_skip_walks_epochs_without_repeats():
+    s = GresoSampler(64, B)
+    seen = np.concatenate([s.select() for _ in range(8)])
+    assert np.sort(seen).tolist() == list(range(64))
+
+
+def test_greso_skips_prompts_with_long_zero_variance_streaks():
+    s = GresoSampler(N, B, min_keep=1e-9, initial_keep=0.01)
+    s.streak[B:] = 50  # keep probability ~ 1e-9: effectively always skipped
+    for _ in range(5):
+        idx = s.select()
+        assert np.all(idx < B)
+        s.streak[B:] = 50
+
+
+# --- MMR1 --------------------------------------------------------------------------------
+
+
+def test_mmr1_rescoring_is_requested_every_k_steps_and_costs_budget():
+    s = MMR1Sampler(N, B, rescore_every=3, rescore_rollouts=4)
+    due = []
+    for _ in range(7):
+        request = s.rescore_request()
+        due.append(s.pending_extra_rollouts)
+        if request is not None:
+            ridx, n = request
+            assert n == 4 and np.array_equal(ridx, np.arange(N))
+            s.observe_rescore(ridx, np.full(N, 1), n)
+            assert s.pending_extra_rollouts == 0 and s.rescore_request() is None
+            assert np.all(s.p_hat == 0.25)
+        idx = s.select()
+        s.observe(idx, np.full(B, 6), G)
+        assert np.all(s.p_hat[idx] == 0.75)
+    assert due == [N * 4, 0, 0, N * 4, 0, 0, N * 4]
+
+
+def test_mmr1_weighted_half_comes_from_learnable_samples():
+    s = MMR1Sampler(N, B, weighted_share=0.5)
+    s.p_hat[:] = 1.0  # weight p(1-p) = 0
+    good = np.array([3, 17, 40, 51])  # exactly B / 2 samples with positive weight
+    s.p_hat[good] = 0.5
+    for _ in range(5):
+        idx = s.select()
+        assert np.unique(idx).size == B
+        assert set(good.tolist()) <= set(idx[:4].tolist())
+
+
+def test_mmr1_fully_weighted_prefers_p_near_half():
+    s = MMR1Sampler(N, B, weighted_share=1.0)
+    s.p_hat[:] = 0.0
+    s.p_hat[:B] = 0.5
+    assert set(s.select().tolist()) == set(range(B))
+
+
+# --- SEC ---------------------------------------------------------------------------------
+
+
+def test_mean_abs_advantage_matches_grpo_normalisation():
+    rewards = np.array([1, 1, 1, 0, 0, 0, 0, 0], dtype=float)
+    adv = (rewards - rewards.mean()) / rewards.std(ddof=1)
+    assert mean_abs_advantage(np.array([3]), np.array([8]))[0] == pytest.approx(
+        np.abs(adv).mean())
+    assert mean_abs_advantage(np.array([4]), np.array([8]))[0] == pytest.approx(
+        np.sqrt(7 / 8))
+    np.testing.assert_array_equal(mean_abs_advantage(np.array([0, 8]), np.array([8, 8])), 0.0)
+
+
+def test_sec_q_update_and_boltzmann_probabilities():
+    s = SECSampler(N, B, categories=CATS, step_size=0.5, temperature=0.5)
+    idx = np.array([0, 3, 1])  # categories 0, 0, 1
+    s.observe(idx, np.array([4, 0, 8]), G)
+    assert s.q.tolist() == pytest.approx([0.5 * np.sqrt(7 / 8) / 2, 0.0, 0.0])
+    e = np.exp(s.q / 0.5)
+    np.testing.assert_allclose(s.category_probabilities(), e / e.sum())
+
+
+def test_sec_draws_from_the_favoured_category_and_overflows_to_others():
+    s = SECSampler(N, B, categories=CATS, temperature=0.01)
+    s.q[:] = [0.0, 1.0, 0.0]
+    idx = s.select()
+    assert np.all(CATS[idx] == 1)
+    small = np.zeros(N, dtype=np.int64)
+    small[:3] = 1  # category 1 has only 3 samples
+    s = SECSampler(N, B, categories=small, temperature=0.01)
+    s.q[:] = [0.0, 1.0]
+    idx = s.select()
+    assert np.unique(idx).size == B and set(range(3)) <= set(idx.tolist())
+
+
+def test_sec_state_from_other_categories_is_refused():
+    state = SECSampler(N, B, categories=CATS).state_dict()
+    with pytest.raises(ValueError, match="categories_crc32"):
+        SECSampler(N, B, categories=(CATS + 1) % 3).load_state_dict(state)

@@ -1,0 +1,106 @@
+"""Plumbing shared by the peer samplers: argument checks, RNG, last-selection record, state.
+
+Each peer keeps its per-sample state in numpy arrays and a few scalars; listing their attribute
+names in ``_STATE_ARRAYS`` / ``_STATE_SCALARS`` is all a subclass does to get an exact
+``state_dict``/``load_state_dict`` round trip (RNG included), with the same refusal of a state
+saved by a differently configured sampler as ``VadeSampler`` and ``UniformSampler``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from vade.sampling.checks import check_sizes, check_state
+from vade.sampling.observation import draws_for
+
+__all__ = ["PeerSampler", "check_number"]
+
+_STATE_VERSION = 1
+
+
+def check_number(name: str, value: Any, lo: float, hi: float, *, lo_open: bool = False,
+                 integer: bool = False) -> None:
+    """Raise ValueError naming ``name`` unless lo <= value <= hi (lo < value if ``lo_open``)."""
+    kind = "an integer" if integer else "a number"
+    ok_type = isinstance(value, (int, np.integer)) if integer else isinstance(
+        value, (int, float, np.integer, np.floating))
+    if isinstance(value, bool) or not ok_type or not np.isfinite(value):
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+    if value < lo or value > hi or (lo_open and value == lo):
+        left = "(" if lo_open else "["
+        raise ValueError(f"{name} = {value!r} is out of range {left}{lo}, {hi}]")
+
+
+class PeerSampler:
+    """Base class: ``n_samples``, ``batch_size``, ``step``, ``config``, state round trip."""
+
+    kind = "peer"
+    alpha = None  # no VADE-style (alpha, beta) posterior to log
+    beta = None
+    _STATE_ARRAYS: tuple[str, ...] = ()
+    _STATE_SCALARS: tuple[str, ...] = ()
+
+    def __init__(self, n_samples: int, batch_size: int, seed: int) -> None:
+        check_sizes(n_samples, batch_size)
+        check_number("seed", seed, 0, 2**63 - 1, integer=True)
+        self.n_samples = int(n_samples)
+        self.batch_size = int(batch_size)
+        self.seed = int(seed)
+        self.step = 0
+        self._rng = np.random.Generator(np.random.SFC64(np.random.SeedSequence(self.seed)))
+        self._last = (np.empty(0, np.int64), np.empty(0), np.empty(0))
+
+    def _hyper(self) -> dict[str, Any]:
+        """The subclass's hyper-parameters (part of ``config``)."""
+        return {}
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """Everything that defines the sampler's behaviour (for run records and resume checks)."""
+        return {"kind": self.kind, "n_samples": self.n_samples, "batch_size": self.batch_size,
+                **self._hyper(), "seed": self.seed}
+
+    def _remember(self, chosen: np.ndarray, p: np.ndarray, gain: np.ndarray) -> np.ndarray:
+        """Record what ``select`` scored, for the next ``observe``; return a copy of ``chosen``."""
+        self._last = (chosen.astype(np.int64), np.asarray(p, np.float64).copy(),
+                      np.asarray(gain, np.float64).copy())
+        return self._last[0].copy()
+
+    def _last_for(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(p, gain) of the last selection for each observed index; NaN where not selected."""
+        return draws_for(*self._last, idx)
+
+    def state_dict(self) -> dict[str, Any]:
+        sel, p, gain = self._last
+        return {
+            "version": _STATE_VERSION,
+            "config": self.config,
+            "step": self.step,
+            "rng": self._rng.bit_generator.state,
+            "arrays": {name: getattr(self, name).copy() for name in self._STATE_ARRAYS},
+            "scalars": {name: getattr(self, name) for name in self._STATE_SCALARS},
+            "last_selection": {"indices": sel.copy(), "p": p.copy(), "gain": gain.copy()},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a ``state_dict``; refuses one from a differently configured sampler."""
+        check_state(state, _STATE_VERSION, self.config)
+        arrays = {}
+        for name in self._STATE_ARRAYS:
+            current = getattr(self, name)
+            value = np.array(state["arrays"][name], dtype=current.dtype)
+            if value.shape != current.shape:
+                raise ValueError(f"sampler state {name} has shape {value.shape}, "
+                                 f"expected {current.shape}")
+            arrays[name] = value
+        for name, value in arrays.items():
+            setattr(self, name, value)
+        for name in self._STATE_SCALARS:
+            setattr(self, name, type(getattr(self, name))(state["scalars"][name]))
+        self.step = int(state["step"])
+        self._rng.bit_generator.state = state["rng"]
+        last = state["last_selection"]
+        self._last = (np.array(last["indices"], dtype=np.int64), np.array(last["p"], np.float64),
+                      np.array(last["gain"], np.float64))

@@ -1,0 +1,117 @@
+"""MMR1-style variance-aware sampling: p(1-p) weights, half uniform, periodic re-scoring."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from vade.sampling.observation import Observation, validate_observation
+from vade.sampling.peers.base import PeerSampler, check_number
+from vade.sampling.topk import top_k_random_ties
+
+__all__ = ["MMR1Sampler"]
+
+
+class MMR1Sampler(PeerSampler):
+    """Score p(1-p) from the latest pass-rate estimate; mix score-weighted and uniform draws.
+
+    Published rule (``notes/peers.md``): score = p(1-p) (learnability) plus a trajectory
+    diversity term; sample 50% of the batch with probability proportional to the score and 50%
+    uniformly; re-score the whole dataset every 4 steps with extra rollouts.
+
+    This implementation: the estimate p^_i is the latest evidence about sample i, either the
+    re-scoring rollouts or its last training group (r / G). Score-weighted draws are without
+    replacement (Efraimidis-Spirakis keys log(u) / w, exact top-k); the uniform part is drawn
+    from the rest. Before the first re-scoring every p^ is 0.5 (all weights equal).
+
+    Re-scoring costs budget, so it is explicit: when ``step % rescore_every == 0`` and that step
+    has not been re-scored yet, ``rescore_request()`` returns (all indices, ``rescore_rollouts``)
+    and ``pending_extra_rollouts`` is N * rescore_rollouts; the caller generates them and hands
+    the results to ``observe_rescore`` before ``select``. A caller that skips re-scoring keeps
+    working on stale estimates.
+
+    Simplifications: no trajectory-diversity term (the simulator has no responses); the
+    re-scoring group size (``rescore_rollouts``, default 4) is this project's choice.
+
+    ``Observation``: ``p_drawn`` is the estimate p^, ``gain`` the weight p^(1-p^).
+    """
+
+    kind = "mmr1"
+    _STATE_ARRAYS = ("p_hat",)
+    _STATE_SCALARS = ("_rescored_at",)
+
+    def __init__(
+        self,
+        n_samples: int,
+        batch_size: int,
+        *,
+        weighted_share: float = 0.5,
+        rescore_every: int = 4,
+        rescore_rollouts: int = 4,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(n_samples, batch_size, seed)
+        check_number("weighted_share", weighted_share, 0.0, 1.0)
+        check_number("rescore_every", rescore_every, 1, 10**9, integer=True)
+        check_number("rescore_rollouts", rescore_rollouts, 1, 10**6, integer=True)
+        self.weighted_share = float(weighted_share)
+        self.rescore_every = int(rescore_every)
+        self.rescore_rollouts = int(rescore_rollouts)
+        self.p_hat = np.full(self.n_samples, 0.5)
+        self._rescored_at = -1
+
+    def _hyper(self) -> dict[str, Any]:
+        return {"weighted_share": self.weighted_share, "rescore_every": self.rescore_every,
+                "rescore_rollouts": self.rescore_rollouts}
+
+    @property
+    def rescore_due(self) -> bool:
+        return self.step % self.rescore_every == 0 and self._rescored_at != self.step
+
+    @property
+    def pending_extra_rollouts(self) -> int:
+        """Rollouts the caller must generate (and count) before the next ``select``."""
+        return self.n_samples * self.rescore_rollouts if self.rescore_due else 0
+
+    def rescore_request(self) -> tuple[np.ndarray, int] | None:
+        """(indices, rollouts per index) to evaluate before ``select``, or None if not due."""
+        if not self.rescore_due:
+            return None
+        return np.arange(self.n_samples), self.rescore_rollouts
+
+    def observe_rescore(
+        self, indices: np.ndarray, correct: np.ndarray, rollouts: np.ndarray | float
+    ) -> None:
+        """Take evaluation-only rollouts as the new estimates (no training step happens)."""
+        idx, r, g = validate_observation(indices, correct, rollouts, self.n_samples)
+        self.p_hat[idx] = r / g
+        self._rescored_at = self.step
+
+    def select(self) -> np.ndarray:
+        """round(weighted_share * B) by p(1-p)-weighted draws, the rest uniformly."""
+        w = self.p_hat * (1.0 - self.p_hat)
+        n_weighted = int(round(self.weighted_share * self.batch_size))
+        u = 1.0 - self._rng.random(self.n_samples)  # in (0, 1]: log(u) is finite
+        keys = np.full(self.n_samples, -np.inf)
+        np.divide(np.log(u), w, out=keys, where=w > 0)
+        chosen = np.empty(0, dtype=np.int64)
+        if n_weighted:
+            chosen = top_k_random_ties(keys, n_weighted, self._rng)
+        n_uniform = self.batch_size - n_weighted
+        if n_uniform:
+            rest = self._rng.random(self.n_samples)
+            rest[chosen] = -1.0  # below every uniform key: never picked twice
+            chosen = np.concatenate([chosen, top_k_random_ties(rest, n_uniform, self._rng)])
+        return self._remember(chosen, self.p_hat[chosen], w[chosen])
+
+    def observe(
+        self, indices: np.ndarray, correct: np.ndarray, rollouts: np.ndarray | float
+    ) -> Observation:
+        """The training group is the newest evidence: p^ = r / G for the observed samples."""
+        idx, r, g = validate_observation(indices, correct, rollouts, self.n_samples)
+        self.p_hat[idx] = r / g
+        self.step += 1
+        p, gain = self._last_for(idx)
+        return Observation(step=self.step, indices=idx, correct=r, rollouts=g, p_drawn=p,
+                           gain=gain)

@@ -1,0 +1,173 @@
+"""Write a comparison: CSV files, one DuckDB file, PNG plots (matplotlib, Agg backend).
+
+Tables (same columns in CSV and DuckDB, ``simulate.duckdb``):
+
+* ``sim_steps``    one row per (method, seed, step): the per-step curves.
+* ``sim_summary``  one row per method: seed mean/min/max of the headline numbers.
+* ``sim_sweep``    one row per (lambda1, lambda2) of the sweep (absent with ``--no-sweep``).
+* ``sim_config``   the validated config as JSON, so a table is never read without its model.
+
+DuckDB, pyarrow and matplotlib are imported inside the functions: importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vade.simulate.compare import Comparison, SweepResult
+from vade.simulate.runner import CURVES
+
+__all__ = ["format_table", "plot_curves", "plot_sweep", "write_tables"]
+
+
+def _steps_columns(comp: Comparison) -> dict[str, Any]:
+    cols: dict[str, list[Any]] = {"method": [], "seed": [], "step": []}
+    arrays: dict[str, list[np.ndarray]] = {k: [] for k in CURVES}
+    for method in comp.methods:
+        c = comp.curves[method]
+        n_seeds, steps = c["effective_ratio"].shape
+        cols["method"] += [method] * (n_seeds * steps)
+        cols["seed"].append(np.repeat(np.asarray(comp.seeds), steps))
+        cols["step"].append(np.tile(np.arange(1, steps + 1), n_seeds))
+        for k in CURVES:
+            arrays[k].append(c[k].ravel())
+    out: dict[str, Any] = {"method": cols["method"],
+                           "seed": np.concatenate(cols["seed"]).astype(np.int64),
+                           "step": np.concatenate(cols["step"]).astype(np.int64)}
+    for k in CURVES:
+        v = np.concatenate(arrays[k])
+        out[k] = v.astype(np.int64) if k in ("rollouts", "cumulative_rollouts",
+                                            "n_trained") else v
+    return out
+
+
+def _sweep_columns(sweep: SweepResult) -> dict[str, Any]:
+    l1, l2 = np.meshgrid(sweep.lambda1, sweep.lambda2, indexing="ij")
+    return {"method": [sweep.method] * l1.size, "lambda1": l1.ravel(), "lambda2": l2.ravel(),
+            "mean_effective_ratio": sweep.mean_ratio.ravel(),
+            "final_pass_rate": sweep.final_pass_rate.ravel(),
+            "rollouts_to_target": sweep.rollouts_to_target.ravel()}
+
+
+def write_tables(out_dir: Path, comp: Comparison, summary: list[dict[str, Any]],
+                 sweep: SweepResult | None, config: dict[str, Any]) -> dict[str, Path]:
+    """Write ``sim_*`` tables to ``out_dir/simulate.duckdb`` and one CSV each."""
+    import duckdb
+    import pyarrow as pa
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tables = {
+        "sim_steps": pa.table(_steps_columns(comp)),
+        "sim_summary": pa.Table.from_pylist(summary),
+        "sim_config": pa.table({"config": [json.dumps(config, sort_keys=True)]}),
+    }
+    if sweep is not None:
+        tables["sim_sweep"] = pa.table(_sweep_columns(sweep))
+    db = out_dir / "simulate.duckdb"
+    paths = {"duckdb": db}
+    with duckdb.connect(str(db)) as con:
+        con.execute("DROP TABLE IF EXISTS sim_sweep")  # a --no-sweep run leaves none behind
+        for name, table in tables.items():
+            con.register("incoming", table)
+            con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM incoming")
+            con.unregister("incoming")
+            if name != "sim_config":
+                csv = out_dir / f"{name}.csv"
+                con.execute(f"COPY {name} TO '{csv.as_posix()}' (HEADER, DELIMITER ',')")
+                paths[name] = csv
+    return paths
+
+
+def _band(ax: Any, x: np.ndarray, y: np.ndarray, label: str, color: Any) -> None:
+    """Seed mean as a line, min-max over seeds as a shaded band."""
+    ax.plot(x.mean(axis=0), y.mean(axis=0), label=label, color=color, lw=1.4)
+    ax.fill_between(x.mean(axis=0), y.min(axis=0), y.max(axis=0), color=color, alpha=0.18,
+                    lw=0)
+
+
+def plot_curves(path: Path, comp: Comparison) -> Path:
+    """Effective ratio per step (Fig. 1), pass rate per rollout (Fig. 4a), rollouts (Fig. 4b)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), constrained_layout=True)
+    colors = plt.get_cmap("tab10")
+    for k, method in enumerate(comp.methods):
+        c = comp.curves[method]
+        color = colors(k % 10)
+        _band(axes[0], c["step"], c["effective_ratio"], method, color)
+        _band(axes[1], c["cumulative_rollouts"] / 1e6, c["mean_pass_rate"], method, color)
+        _band(axes[2], c["step"], c["cumulative_rollouts"] / 1e6, method, color)
+    axes[1].axhline(float(comp.targets.mean()), color="k", ls=":", lw=1,
+                    label="target (99.5% of DAPO best)")
+    titles = ("effective-gradient ratio", "mean pass rate vs rollouts", "cumulative rollouts")
+    xlabels = ("training step", "rollouts (millions)", "training step")
+    ylabels = ("share of groups with 0 < r < G", "mean true pass rate", "rollouts (millions)")
+    for ax, title, xl, yl in zip(axes, titles, xlabels, ylabels):
+        ax.set_title(title)
+        ax.set_xlabel(xl)
+        ax.set_ylabel(yl)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylim(0, 1.02)
+    axes[1].legend(fontsize=8, loc="lower right")
+    fig.suptitle(f"simulated samplers: mean and min-max over {len(comp.seeds)} seeds")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_sweep(path: Path, sweep: SweepResult) -> Path:
+    """Heatmaps over (lambda1, lambda2): mean effective ratio and rollouts to target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = (("mean effective ratio", sweep.mean_ratio, "{:.2f}", 1.0),
+              ("rollouts to target (millions)", sweep.rollouts_to_target, "{:.2f}", 1e-6))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), constrained_layout=True)
+    for ax, (title, values, fmt, scale) in zip(axes, panels):
+        shown = values * scale
+        im = ax.imshow(shown, origin="lower", aspect="auto", cmap="viridis")
+        fig.colorbar(im, ax=ax)
+        mid = np.nanmean(shown) if np.isfinite(shown).any() else 0.0
+        for (i, j), v in np.ndenumerate(shown):
+            ax.text(j, i, "n/r" if math.isnan(v) else fmt.format(v), ha="center", va="center",
+                    color="k" if v > mid else "w", fontsize=8)  # readable on light and dark
+        ax.set_xticks(range(len(sweep.lambda2)), [f"{v:g}" for v in sweep.lambda2])
+        ax.set_yticks(range(len(sweep.lambda1)), [f"{v:g}" for v in sweep.lambda1])
+        ax.set_xlabel("lambda2 (unselected samples)")
+        ax.set_ylabel("lambda1 (selected samples)")
+        ax.set_title(title)
+    fig.suptitle(f"{sweep.method}: lambda1 x lambda2 (n/r: target not reached)")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _fmt(v: float, scale: float = 1.0, digits: int = 2) -> str:
+    return "n/r" if math.isnan(v) else f"{v * scale:.{digits}f}"
+
+
+def format_table(summary: list[dict[str, Any]]) -> str:
+    """The summary as a fixed-width text table (rollouts in millions; [min, max] over seeds)."""
+    head = (f"{'method':<12} {'ratio early':>11} {'ratio late':>10} {'final pass':>10} "
+            f"{'rollouts M':>10} {'to target M [min, max]':>24} {'reached':>7}")
+    lines = [head, "-" * len(head)]
+    for r in summary:
+        span = (f"{_fmt(r['rollouts_to_target'], 1e-6)} "
+                f"[{_fmt(r['rollouts_to_target_min'], 1e-6)}, "
+                f"{_fmt(r['rollouts_to_target_max'], 1e-6)}]")
+        lines.append(
+            f"{r['method']:<12} {r['ratio_early']:>11.2f} {r['ratio_late']:>10.2f} "
+            f"{r['final_pass_rate']:>10.3f} {r['total_rollouts'] / 1e6:>10.2f} {span:>24} "
+            f"{r['seeds_reached']:>4}/{r['seeds']}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,185 @@
+"""Run one selection method for T training steps on the simulated environment.
+
+One budget accounting for every method: a rollout is one generated response, counted whether it
+is trained on, filtered out (DAPO), spent on re-scoring (MMR1) or on VADE's optional initial
+difficulty rollouts (Algorithm 1, lines 1-4). Every method trains for the same number of steps,
+as in the paper; what differs is how many rollouts each step costs and how informative the
+trained groups are, which is what the curves and the rollouts-to-target table compare.
+
+Methods:
+
+* ``vanilla``: uniform epoch shuffling (``UniformSampler``), B groups trained per step.
+* ``dapo``: DAPO dynamic sampling (generate-then-filter): draw B prompts from the uniform
+  dataloader, generate G rollouts each, drop groups with r in {0, G}, repeat until B
+  informative groups are collected or the next round would exceed ``dapo_cap`` times the
+  rollouts of a plain step (B * G); train on at most B informative groups. The effective ratio
+  of a DAPO step is (informative groups trained) / B: short batches show up as a lower ratio.
+* ``vade``, ``symmetric``, ``greedy``, ``last-update``: ``make_sampler`` (VADE and the Table 2
+  ablations); options ``lambda1``/``lambda2``.
+* ``mopps``, ``greso``, ``mmr1``, ``sec``: the peer samplers of ``vade.sampling.peers``; options
+  are their constructor's keyword arguments. SEC's categories are the environment's difficulty
+  levels.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from vade.sampling import UniformSampler, make_sampler
+from vade.sampling.peers import PEERS, check_number
+from vade.simulate.dynamics import DynamicsParams, PassRateEnv
+
+__all__ = ["CURVES", "METHODS", "RunSettings", "build_sampler", "method_options", "run_method"]
+
+VADE_FAMILY = ("vade", "symmetric", "greedy", "last-update")
+METHODS = ("vanilla", "dapo", *VADE_FAMILY, *PEERS)
+# Per-step arrays returned by run_method, in this order (also the columns of sim_steps).
+CURVES = ("effective_ratio", "mean_pass_rate", "rollouts", "cumulative_rollouts", "n_trained")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How every method is run: batch size, steps, DAPO's cap, VADE's initial rollouts.
+
+    Defaults follow the paper: B = 512 and 15 epochs of 9,471 samples (18 full batches each,
+    270 steps); DAPO's generation capped at 3x a plain step; VADE without initial rollouts
+    (a flat prior), so that it costs exactly B * G rollouts per step like vanilla.
+    """
+
+    batch_size: int = 512
+    steps: int = 270
+    dapo_cap: float = 3.0
+    initial_rollouts: bool = False
+
+    def __post_init__(self) -> None:
+        check_number("batch_size", self.batch_size, 1, 10**9, integer=True)
+        check_number("steps", self.steps, 1, 10**9, integer=True)
+        check_number("dapo_cap", self.dapo_cap, 1.0, 1e6)
+        if not isinstance(self.initial_rollouts, bool):
+            raise ValueError(f"initial_rollouts must be true or false, "
+                             f"got {self.initial_rollouts!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def method_options(method: str) -> tuple[str, ...]:
+    """The option names a method accepts (its sampler's tunable keyword arguments)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
+    if method in VADE_FAMILY:
+        return ("lambda1", "lambda2")
+    if method in PEERS:
+        params = inspect.signature(PEERS[method].__init__).parameters.values()
+        return tuple(p.name for p in params
+                     if p.kind is p.KEYWORD_ONLY and p.name not in ("seed", "categories"))
+    return ()
+
+
+def build_sampler(method: str, env: PassRateEnv, batch_size: int, seed: int,
+                  options: Mapping[str, Any] | None = None,
+                  initial: np.ndarray | None = None) -> Any:
+    """The sampler of ``method`` for this environment (not for ``dapo``, which filters)."""
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(method_options(method)))
+    if unknown:
+        raise ValueError(f"unknown option {method}.{unknown[0]} "
+                         f"(known: {', '.join(method_options(method)) or 'none'})")
+    n = env.params.n_samples
+    if method == "vanilla":
+        return make_sampler("vanilla", n, batch_size, seed=seed)
+    if method in VADE_FAMILY:
+        g = env.params.group_size
+        alpha, beta = (None, None) if initial is None else (initial, g - initial)
+        return make_sampler(method, n, batch_size, seed=seed, alpha=alpha, beta=beta,
+                            threads=1, **options)
+    if method == "sec":
+        options["categories"] = env.category
+    if method in PEERS:
+        return PEERS[method](n, batch_size, seed=seed, **options)
+    raise ValueError(f"{method!r} is not a sampler")
+
+
+def _dapo_step(env: PassRateEnv, drawer: UniformSampler, batch_size: int,
+               cap: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Generate-then-filter until B informative groups or the cap; returns (idx, r, rollouts)."""
+    g = env.params.group_size
+    per_round = batch_size * g
+    kept_idx: list[np.ndarray] = []
+    kept_r: list[np.ndarray] = []
+    n_kept = generated = 0
+    while n_kept < batch_size and generated + per_round <= cap:
+        idx = drawer.select()
+        r = env.rollout(idx)
+        drawer.observe(idx, r, g)
+        generated += per_round
+        informative = (r > 0) & (r < g)
+        kept_idx.append(idx[informative])
+        kept_r.append(r[informative])
+        n_kept += int(informative.sum())
+    idx = np.concatenate(kept_idx)
+    r = np.concatenate(kept_r)
+    # A prompt drawn twice in one step (across an epoch boundary) is trained on once.
+    _, first = np.unique(idx, return_index=True)
+    first = np.sort(first)[:batch_size]
+    return idx[first], r[first], generated
+
+
+def run_method(method: str, dynamics: DynamicsParams, settings: RunSettings, seed: int,
+               options: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+    """Train ``settings.steps`` steps with ``method``; per-step curves (see ``CURVES``).
+
+    The environment is seeded by ``seed`` alone, so every method of one seed starts from the
+    same dataset (a paired comparison); the sampler gets the same seed (independent streams).
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
+    env = PassRateEnv(dynamics, seed)
+    b, g, steps = settings.batch_size, dynamics.group_size, settings.steps
+    if b > dynamics.n_samples:
+        raise ValueError(f"batch_size = {b} exceeds n_samples = {dynamics.n_samples}")
+    out = {name: np.zeros(steps) for name in CURVES}
+    upfront = 0
+    if method == "dapo":
+        if options:
+            raise ValueError(f"unknown option dapo.{sorted(options)[0]} (dapo has none; "
+                             "its cap is run.dapo_cap)")
+        drawer = UniformSampler(dynamics.n_samples, b, seed=seed)
+        cap = int(settings.dapo_cap * b * g)
+    else:
+        initial = None
+        if settings.initial_rollouts and method in VADE_FAMILY:
+            initial = env.rollout(np.arange(dynamics.n_samples)).astype(np.float64)
+            upfront = dynamics.n_samples * g
+        sampler = build_sampler(method, env, b, seed, options, initial)
+        rescore = getattr(sampler, "rescore_request", None)
+    for t in range(steps):
+        spent = upfront if t == 0 else 0
+        if method == "dapo":
+            idx, r, generated = _dapo_step(env, drawer, b, cap)
+            spent += generated
+            n_informative = idx.size  # all kept groups are informative
+        else:
+            request = rescore() if rescore is not None else None
+            if request is not None:
+                ridx, n = request
+                sampler.observe_rescore(ridx, env.rollout(ridx, n), n)
+                spent += ridx.size * n
+            idx = sampler.select()
+            r = env.rollout(idx)
+            sampler.observe(idx, r, g)
+            spent += idx.size * g
+            n_informative = int(np.count_nonzero((r > 0) & (r < g)))
+        env.train(idx, r)
+        out["effective_ratio"][t] = n_informative / b
+        out["mean_pass_rate"][t] = env.mean_pass_rate()
+        out["rollouts"][t] = spent
+        out["n_trained"][t] = idx.size
+    out["cumulative_rollouts"] = np.cumsum(out["rollouts"])
+    out["step"] = np.arange(1, steps + 1, dtype=np.float64)
+    return out

@@ -27,6 +27,7 @@ test: $(VENV)/.stamp-test
 
 demo: $(VENV)/.stamp-demo
 	$(VENV)/bin/vade demo
+	$(VENV)/bin/vade simulate --quick --out reports/simulate
 
 bench: $(VENV)/.stamp-demo
 	$(VENV)/bin/vade bench sampler

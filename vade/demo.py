@@ -29,6 +29,7 @@ def run_method(method: str, runs_dir: Path, args: argparse.Namespace) -> Path:
     """Initial rollouts, then ``steps`` select -> rollouts -> train -> observe -> log."""
     import time
 
+    import numpy as np
     from tqdm import tqdm
 
     from vade.sampling import make_sampler
@@ -38,7 +39,7 @@ def run_method(method: str, runs_dir: Path, args: argparse.Namespace) -> Path:
     params = DynamicsParams(n_samples=args.n_samples)
     env = PassRateEnv(params, seed=args.seed)  # the same starting policy for every method
     g = params.group_size
-    initial = env.rollout(list(range(args.n_samples))).astype(float)  # Algorithm 1, lines 1-4
+    initial = env.rollout(np.arange(args.n_samples)).astype(float)  # Algorithm 1, lines 1-4
     sampler = make_sampler(method, args.n_samples, args.batch_size, seed=args.seed,
                            alpha=None if method == "vanilla" else initial,
                            beta=None if method == "vanilla" else g - initial)

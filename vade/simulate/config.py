@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from vade.sampling import make_sampler
-from vade.sampling.peers import PEERS, check_number
+from vade.sampling.checks import check_number
+from vade.sampling.peers import PEERS
 from vade.simulate.dynamics import DynamicsParams
 from vade.simulate.runner import METHODS, VADE_FAMILY, RunSettings, method_options
 

@@ -31,12 +31,15 @@ from typing import Any
 import numpy as np
 
 from vade.sampling import UniformSampler, make_sampler
-from vade.sampling.peers import PEERS, check_number
+from vade.sampling.checks import check_number
+from vade.sampling.methods import METHODS as SAMPLER_METHODS
+from vade.sampling.peers import PEERS
 from vade.simulate.dynamics import DynamicsParams, PassRateEnv
 
 __all__ = ["CURVES", "METHODS", "RunSettings", "build_sampler", "method_options", "run_method"]
 
-VADE_FAMILY = ("vade", "symmetric", "greedy", "last-update")
+# VADE and its Table 2 ablations: every named sampler method except the uniform baseline.
+VADE_FAMILY = tuple(m for m, overrides in SAMPLER_METHODS.items() if overrides is not None)
 METHODS = ("vanilla", "dapo", *VADE_FAMILY, *PEERS)
 # Per-step arrays returned by run_method, in this order (also the columns of sim_steps).
 CURVES = ("effective_ratio", "mean_pass_rate", "rollouts", "cumulative_rollouts", "n_trained")

@@ -6,7 +6,7 @@ the trainers use the same objects. The published rules are summarised in ``notes
 each class docstring says which parts are implemented and what was simplified. numpy only.
 """
 
-from vade.sampling.peers.base import PeerSampler, check_number
+from vade.sampling.peers.base import PeerSampler
 from vade.sampling.peers.greso import GresoSampler
 from vade.sampling.peers.mmr1 import MMR1Sampler
 from vade.sampling.peers.mopps import MoPPSSampler
@@ -22,6 +22,5 @@ __all__ = [
     "MoPPSSampler",
     "PeerSampler",
     "SECSampler",
-    "check_number",
     "mean_abs_advantage",
 ]

@@ -12,25 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from vade.sampling.checks import check_sizes, check_state
+from vade.sampling.checks import check_number, check_sizes, check_state
 from vade.sampling.observation import draws_for
 
-__all__ = ["PeerSampler", "check_number"]
+__all__ = ["PeerSampler"]
 
 _STATE_VERSION = 1
-
-
-def check_number(name: str, value: Any, lo: float, hi: float, *, lo_open: bool = False,
-                 integer: bool = False) -> None:
-    """Raise ValueError naming ``name`` unless lo <= value <= hi (lo < value if ``lo_open``)."""
-    kind = "an integer" if integer else "a number"
-    ok_type = isinstance(value, (int, np.integer)) if integer else isinstance(
-        value, (int, float, np.integer, np.floating))
-    if isinstance(value, bool) or not ok_type or not np.isfinite(value):
-        raise ValueError(f"{name} must be {kind}, got {value!r}")
-    if value < lo or value > hi or (lo_open and value == lo):
-        left = "(" if lo_open else "["
-        raise ValueError(f"{name} = {value!r} is out of range {left}{lo}, {hi}]")
 
 
 class PeerSampler:

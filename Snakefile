@@ -1,0 +1,32 @@
+# VADE pipeline: data -> initial difficulty rollouts -> GRPO/GSPO training with the VADE sampler
+# -> evaluation -> ablation report. Every rule calls the `vade` CLI; all logic lives in the package.
+#
+#   snakemake --profile slurm                                  # the paper (config/config.yaml)
+#   snakemake --cores 2 --configfile config/tiny.yaml          # the CPU demo
+#
+# Configuration: config/README.md; schema: workflow/schemas/config.schema.yaml.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/model.smk"
+include: "workflow/rules/difficulty.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/report.smk"
+include: "workflow/rules/simulate.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

@@ -1,0 +1,26 @@
+# Stage 2: Algorithm 1, lines 1-4. G rollouts per training sample with the base model give each
+# sample's initial alpha = r, beta = G - r, which the VADE-family samplers start from.
+
+
+rule init_difficulty:
+    input:
+        train=f"{DATA}/train.parquet",
+        model=lambda wc: model_input(wc.model),
+        code=sources("vade/rollout", "vade/models", "vade/rewards"),
+    output:
+        f"{RESULTS}/difficulty/{{model}}/initial.parquet",
+    params:
+        cfg=lambda wc: as_json({"seed": config["seed"], "difficulty": config["difficulty"]}),
+        model=lambda wc: model_ref(wc.model),
+        out=lambda wc: f"{RESULTS}/difficulty/{wc.model}",
+    log:
+        f"logs/{NAME}/init_difficulty/{{model}}.log",
+    benchmark:
+        f"benchmarks/{NAME}/init_difficulty/{{model}}.tsv"
+    resources:
+        **resources_of("difficulty"),
+    conda:
+        engine_env(config["difficulty"]["engine"] == "vllm")
+    shell:
+        "{VADE} init-difficulty --config-json {params.cfg:q} --data {input.train}"
+        " --model {params.model} --out {params.out} > {log} 2>&1"

@@ -1,0 +1,25 @@
+# Stage 1b: the starting policy. Paper: a pretrained Instruct model (nothing to build). Tiny: a
+# Qwen2.5-VL-architecture model, tokenizer and processor built locally and warm-started with a short
+# supervised run on a split disjoint from training (the stand-in for an Instruct model).
+
+
+rule build_model:
+    input:
+        warmstart=f"{DATA}/warmstart.parquet",
+        code=sources("vade/models"),
+    output:
+        f"{RESULTS}/models/{{model}}/done.json",
+    params:
+        cfg=lambda wc: as_json({"seed": config["seed"], "model": model_config(wc.model)}),
+        out=lambda wc: f"{RESULTS}/models/{wc.model}",
+    log:
+        f"logs/{NAME}/build_model/{{model}}.log",
+    benchmark:
+        f"benchmarks/{NAME}/build_model/{{model}}.tsv"
+    resources:
+        **resources_of("model"),
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "{VADE} build-model --config-json {params.cfg:q} --warmstart {input.warmstart}"
+        " --out {params.out} > {log} 2>&1"

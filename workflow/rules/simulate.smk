@@ -1,0 +1,26 @@
+# The sampler lab: samplers compared on a non-stationary bandit in seconds (no training), with the
+# lambda1 x lambda2 sweep; tables and plots beside the report.
+
+
+rule simulate:
+    input:
+        cfg=config["simulate"]["config"],
+        code=sources("vade/simulate", "vade/sampling", "vade/store"),
+    output:
+        summary=report(f"{REPORTS}/simulate/sim_summary.csv", caption="../report/simulate.rst",
+                       category="Sampler lab"),
+        curves=report(f"{REPORTS}/simulate/curves.png", caption="../report/simulate.rst",
+                      category="Sampler lab"),
+    params:
+        quick="--quick" if config["simulate"]["quick"] else "",
+        out=f"{REPORTS}/simulate",
+    log:
+        f"logs/{NAME}/simulate.log",
+    benchmark:
+        f"benchmarks/{NAME}/simulate.tsv"
+    resources:
+        **resources_of("simulate"),
+    conda:
+        "../../envs/report.yaml"
+    shell:
+        "{VADE} simulate --config {input.cfg} {params.quick} --out {params.out} > {log} 2>&1"

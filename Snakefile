@@ -10,13 +10,24 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The paper config is the default; `--configfile` replaces it (never merges into it, so the tiny
+# demo cannot inherit the paper's GPU resources or models).
+if not config:
+
+    configfile: "config/config.yaml"
 
 
 report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+wildcard_constraints:
+    model=r"[A-Za-z0-9_.-]+",
+    algorithm="grpo|gspo",
+    method="vanilla|dapo|vade|symmetric|greedy|last-update",
+    seed=r"\d+",
+
+
 include: "workflow/rules/data.smk"
 include: "workflow/rules/model.smk"
 include: "workflow/rules/difficulty.smk"

@@ -1,10 +1,11 @@
 # Shared helpers: config validation, the experiment grid, paths, and what each rule tracks.
 #
-# Rerun policy (the point of this file): every rule's `params:` holds exactly the config it
-# depends on, and its `input:` lists the package sources it runs, so Snakemake's params/code/input
+# Rerun policy (the point of this file): each job's params hold exactly the config it depends
+# on, and its inputs list the package sources it runs, so Snakemake's params/code/input
 # triggers rerun a job when, and only when, something it uses changed. Settings that do not change
 # results (MLflow URI, SLURM resources) reach jobs through the environment, never through params.
 import json
+import os
 from pathlib import Path
 
 from snakemake.utils import validate
@@ -16,22 +17,20 @@ ROOT = Path(workflow.basedir)
 DATA = f"data/{NAME}"
 RESULTS = f"results/{NAME}"
 REPORTS = f"reports/{NAME}"
-# Jobs run the checked-out package, whatever environment they are in (venv, conda, cluster image).
-VADE = f"PYTHONPATH={ROOT}${{PYTHONPATH:+:$PYTHONPATH}} python -m vade"
-TRACKING = config["tracking"]
-MLFLOW_URI = TRACKING.get("mlflow_uri") or f"sqlite:///{ROOT}/{RESULTS}/mlflow.db"
-MLFLOW_ENV = (
-    f"MLFLOW_TRACKING_URI={MLFLOW_URI} "
-    f"MLFLOW_EXPERIMENT_NAME={TRACKING.get('experiment') or NAME}"
+# Jobs inherit this process's environment (a SLURM job re-reads this file), which is how they get
+# settings that must not rerun anything when changed: the checked-out package on PYTHONPATH (so
+# `python -m vade` runs the code Snakemake tracks, in any venv, conda env or cluster image) and the
+# MLflow store. A user's own MLFLOW_TRACKING_URI wins over the default store.
+_user_pythonpath = os.environ.get("PYTHONPATH", "")
+os.environ.update(
+    PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), _user_pythonpath) if p),
+    MLFLOW_EXPERIMENT_NAME=config["tracking"].get("experiment") or NAME,
 )
+if config["tracking"].get("mlflow_uri"):
+    os.environ.update(MLFLOW_TRACKING_URI=config["tracking"]["mlflow_uri"])
+elif "MLFLOW_TRACKING_URI" not in os.environ:
+    os.environ.update(MLFLOW_TRACKING_URI=f"sqlite:///{ROOT}/{RESULTS}/mlflow.db")
 VADE_FAMILY = ("vade", "symmetric", "greedy", "last-update")
-
-
-wildcard_constraints:
-    model=r"[A-Za-z0-9_.-]+",
-    algorithm="grpo|gspo",
-    method="vanilla|dapo|vade|symmetric|greedy|last-update",
-    seed=r"\d+",
 
 
 def cells():
@@ -61,7 +60,7 @@ def as_json(value):
 
 
 def sources(*packages):
-    """The package's Python files a rule runs: listed as input so a code change reruns it."""
+    """The package's Python files a job runs: listed as input so a code change reruns it."""
     files = []
     for pkg in ("vade/cli.py", "vade/config_io.py", *packages):
         path = ROOT / pkg
@@ -89,7 +88,7 @@ def model_input(model):
 
 
 def resources_of(kind):
-    """SLURM resources of a rule kind from config (`resources:`), with CPU-friendly fallbacks."""
+    """SLURM resources of a kind of job, from the config's resources section; CPU-friendly defaults."""
     spec = {"mem_mb": 8000, "runtime": 60, **config["resources"].get(kind, {})}
     if spec.get("gpu", 0):
         spec.setdefault("cpus_per_gpu", 8)
@@ -113,3 +112,75 @@ def synthetic_domains():
 def engine_env(gpu_stack):
     """The conda env of a stage that runs on the GPU stack (verl, vLLM) or on the CPU stack."""
     return "../../envs/train-verl.yaml" if gpu_stack else "../../envs/cpu.yaml"
+
+
+def data_outputs():
+    """What build-data writes; the synthetic set adds a warm-start split and held-out eval sets."""
+    out = {
+        "train": f"{DATA}/train.parquet",
+        "val": f"{DATA}/val.parquet",
+        "manifest": f"{DATA}/manifest.json",
+        "samples": f"{DATA}/samples.duckdb",
+    }
+    if config["data"]["kind"] == "synthetic":
+        out["warmstart"] = f"{DATA}/warmstart.parquet"
+        out.update({f"eval_{d}": f"{DATA}/eval/{d}.parquet" for d in synthetic_domains()})
+    return out
+
+
+def train_params(wc):
+    """Exactly what a run depends on: changing a VADE lambda reruns only VADE-family runs, a DAPO
+    cap only DAPO runs, a GSPO setting only GSPO runs."""
+    train = {k: v for k, v in config["train"].items() if k not in ("grpo", "gspo")}
+    cfg = {
+        "name": NAME,
+        "train": {**train, wc.algorithm: config["train"].get(wc.algorithm, {})},
+    }
+    if wc.method in VADE_FAMILY:
+        cfg["sampler"] = config["sampler"]
+    if wc.method == "dapo":
+        cfg["dapo"] = config["dapo"]
+    return as_json(cfg)
+
+
+def train_inputs(wc):
+    inputs = {
+        "train": f"{DATA}/train.parquet",
+        "val": f"{DATA}/val.parquet",
+        "model": model_input(wc.model),
+        "code": sources("vade/train", "vade/sampling", "vade/store", "vade/rewards",
+                        "vade/models", "vade/rollout", "vade/tracking.py"),
+    }
+    if wc.method in VADE_FAMILY:
+        inputs["difficulty"] = f"{RESULTS}/difficulty/{wc.model}/initial.parquet"
+    return inputs
+
+
+def eval_inputs(wc):
+    """A trained run's done.json, or, for `<model>-base`, the base model itself."""
+    inputs = {"code": sources("vade/eval", "vade/rewards", "vade/tracking.py")}
+    if config["data"]["kind"] == "synthetic":
+        inputs["eval_sets"] = [f"{DATA}/eval/{d}.parquet" for d in synthetic_domains()]
+    if wc.run.endswith("-base"):
+        inputs["model"] = model_input(wc.run[: -len("-base")])
+    else:
+        inputs["run"] = f"{RESULTS}/runs/{wc.run}/done.json"
+    return inputs
+
+
+def checkpoint_of(wc):
+    if wc.run.endswith("-base"):
+        return model_ref(wc.run[: -len("-base")])
+    return f"{RESULTS}/runs/{wc.run}/final"
+
+
+def report_inputs(wc):
+    runs = [run_id(*cell) for cell in cells()]
+    bases = sorted({m for m, _, _, _ in cells()})
+    return {
+        "runs": [f"{RESULTS}/runs/{r}/done.json" for r in runs],
+        "evals": [f"{RESULTS}/eval/{r}.duckdb" for r in runs]
+        + [f"{RESULTS}/eval/{m}-base.duckdb" for m in bases],
+        "samples": f"{DATA}/samples.duckdb",
+        "code": sources("vade/report", "vade/store"),
+    }

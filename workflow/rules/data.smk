@@ -2,20 +2,6 @@
 # in verl's multimodal parquet schema, with its manifest and the per-sample catalog for SQL joins.
 
 
-def data_outputs():
-    """What build-data writes; the synthetic set adds a warm-start split and held-out eval sets."""
-    out = {
-        "train": f"{DATA}/train.parquet",
-        "val": f"{DATA}/val.parquet",
-        "manifest": f"{DATA}/manifest.json",
-        "samples": f"{DATA}/samples.duckdb",
-    }
-    if config["data"]["kind"] == "synthetic":
-        out["warmstart"] = f"{DATA}/warmstart.parquet"
-        out.update({f"eval_{d}": f"{DATA}/eval/{d}.parquet" for d in synthetic_domains()})
-    return out
-
-
 rule build_data:
     input:
         code=sources("vade/data", "vade/rewards"),
@@ -23,6 +9,7 @@ rule build_data:
         **data_outputs(),
     params:
         cfg=as_json({"seed": config["seed"], "data": config["data"]}),
+        out=lambda wc, output: Path(output.train).parent,
         skip_invalid="--skip-invalid" if config["data"].get("skip_invalid") else "",
     log:
         f"logs/{NAME}/build_data.log",
@@ -33,5 +20,6 @@ rule build_data:
     conda:
         "../../envs/cpu.yaml"
     shell:
-        "{VADE} build-data --config-json {params.cfg:q} --out {DATA} {params.skip_invalid}"
+        "python -m vade build-data --config-json {params.cfg:q} --out {params.out}"
+        " {params.skip_invalid}"
         " > {log} 2>&1"

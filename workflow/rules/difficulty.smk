@@ -12,7 +12,7 @@ rule init_difficulty:
     params:
         cfg=lambda wc: as_json({"seed": config["seed"], "difficulty": config["difficulty"]}),
         model=lambda wc: model_ref(wc.model),
-        out=lambda wc: f"{RESULTS}/difficulty/{wc.model}",
+        out=lambda wc, output: Path(output[0]).parent,
     log:
         f"logs/{NAME}/init_difficulty/{{model}}.log",
     benchmark:
@@ -22,5 +22,5 @@ rule init_difficulty:
     conda:
         engine_env(config["difficulty"]["engine"] == "vllm")
     shell:
-        "{VADE} init-difficulty --config-json {params.cfg:q} --data {input.train}"
+        "python -m vade init-difficulty --config-json {params.cfg:q} --data {input.train}"
         " --model {params.model} --out {params.out} > {log} 2>&1"

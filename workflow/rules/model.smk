@@ -11,7 +11,7 @@ rule build_model:
         f"{RESULTS}/models/{{model}}/done.json",
     params:
         cfg=lambda wc: as_json({"seed": config["seed"], "model": model_config(wc.model)}),
-        out=lambda wc: f"{RESULTS}/models/{wc.model}",
+        out=lambda wc, output: Path(output[0]).parent,
     log:
         f"logs/{NAME}/build_model/{{model}}.log",
     benchmark:
@@ -21,5 +21,5 @@ rule build_model:
     conda:
         "../../envs/cpu.yaml"
     shell:
-        "{VADE} build-model --config-json {params.cfg:q} --warmstart {input.warmstart}"
+        "python -m vade build-model --config-json {params.cfg:q} --warmstart {input.warmstart}"
         " --out {params.out} > {log} 2>&1"

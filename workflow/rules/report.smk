@@ -2,18 +2,6 @@
 # view, from the runs' DuckDB histories and the evaluation files; items of `snakemake --report`.
 
 
-def report_inputs(wc):
-    runs = [run_id(*cell) for cell in cells()]
-    bases = sorted({m for m, _, _, _ in cells()})
-    return {
-        "runs": [f"{RESULTS}/runs/{r}/done.json" for r in runs],
-        "evals": [f"{RESULTS}/eval/{r}.duckdb" for r in runs]
-        + [f"{RESULTS}/eval/{m}-base.duckdb" for m in bases],
-        "samples": f"{DATA}/samples.duckdb",
-        "code": sources("vade/report", "vade/store"),
-    }
-
-
 rule report:
     input:
         unpack(report_inputs),
@@ -27,6 +15,9 @@ rule report:
         ),
     params:
         cfg=as_json({"name": NAME, "report": config["report"]}),
+        runs=f"{RESULTS}/runs",
+        evals=f"{RESULTS}/eval",
+        out=lambda wc, output: Path(output.md).parent,
     log:
         f"logs/{NAME}/report.log",
     resources:
@@ -34,5 +25,6 @@ rule report:
     conda:
         "../../envs/report.yaml"
     shell:
-        "{VADE} report --config-json {params.cfg:q} --runs {RESULTS}/runs --evals {RESULTS}/eval"
-        " --samples {input.samples} --out {REPORTS} > {log} 2>&1"
+        "python -m vade report --config-json {params.cfg:q} --runs {params.runs}"
+        " --evals {params.evals}"
+        " --samples {input.samples} --out {params.out} > {log} 2>&1"

@@ -13,7 +13,7 @@ rule simulate:
                       category="Sampler lab"),
     params:
         quick="--quick" if config["simulate"]["quick"] else "",
-        out=f"{REPORTS}/simulate",
+        out=lambda wc, output: Path(output.summary).parent,
     log:
         f"logs/{NAME}/simulate.log",
     benchmark:
@@ -23,4 +23,4 @@ rule simulate:
     conda:
         "../../envs/report.yaml"
     shell:
-        "{VADE} simulate --config {input.cfg} {params.quick} --out {params.out} > {log} 2>&1"
+        "python -m vade simulate --config {input.cfg} {params.quick} --out {params.out} > {log} 2>&1"

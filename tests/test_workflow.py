@@ -1,0 +1,133 @@
+"""The Snakemake workflow's DAG, resources and config checks, through real dry runs (no sbatch, no GPU).
+
+The paper config must expand to Table 1 (2 models x 2 algorithms x 3 methods) plus the Table 2
+ablations (3 on 7B GRPO): 15 training runs, each asking SLURM for 4 GPUs on one node, 17
+evaluations (15 runs + 2 base models) and one report. A malformed config must stop Snakemake before
+any job, with the schema's message naming the key.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+
+pytestmark = pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed")
+
+
+def dry_run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([str(SNAKEMAKE), "-n", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+
+
+def job_counts(output: str) -> dict[str, int]:
+    table = output.split("Job stats:", 1)[1].split("Reasons:", 1)[0]
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, flags=re.MULTILINE)}
+
+
+def jobs_of(output: str, rule: str) -> list[str]:
+    """The dry run's text block of every job of ``rule``."""
+    blocks = re.split(r"\n(?=\[[^\]]+\]\n|rule \w+:)", output)
+    return [b for b in blocks if b.lstrip().startswith(f"rule {rule}:")]
+
+
+def resources_of(block: str) -> dict[str, str]:
+    line = next(ln for ln in block.splitlines() if ln.strip().startswith("resources:"))
+    pairs = line.split("resources:", 1)[1].split(", ")
+    return dict(p.strip().split("=", 1) for p in pairs)
+
+
+@pytest.fixture(scope="module")
+def paper_dry_run() -> str:
+    proc = dry_run("--profile", "slurm")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    return proc.stdout + proc.stderr
+
+
+def test_paper_config_expands_to_tables_1_and_2(paper_dry_run: str) -> None:
+    counts = job_counts(paper_dry_run)
+    assert counts["train"] == 15
+    assert counts["evaluate"] == 17
+    assert counts["report"] == 1
+    assert counts["init_difficulty"] == 2  # one per base model
+    assert "build_model" not in counts  # pretrained models are not built
+
+
+def test_every_paper_training_job_asks_for_four_gpus(paper_dry_run: str) -> None:
+    blocks = jobs_of(paper_dry_run, "train")
+    assert len(blocks) == 15
+    runs = set()
+    for block in blocks:
+        res = resources_of(block)
+        assert res["gpu"] == "4" and res["cpus_per_gpu"] == "8"
+        assert res["slurm_partition"] and res["slurm_account"]  # from the profile
+        runs.add(re.search(r"output: (\S+)", block).group(1))
+    ablations = {r for r in runs if re.search(r"-(symmetric|greedy|last-update)-", r)}
+    assert len(runs) == 15 and len(ablations) == 3
+    assert all("qwen2.5-vl-7b-grpo-" in r for r in ablations)
+
+
+def test_training_params_hold_only_what_the_method_reads(paper_dry_run: str) -> None:
+    """A VADE lambda is in VADE-family runs' params only, the DAPO cap in DAPO runs' only."""
+    for block in jobs_of(paper_dry_run, "train"):
+        method = re.search(r"method=([\w-]+)", block).group(1)
+        cmd = block.split("--config-json", 1)[1]
+        assert ('"lambda1"' in cmd) == (method in {"vade", "symmetric", "greedy", "last-update"})
+        assert ('"max_rollout_factor"' in cmd) == (method == "dapo")
+        algorithm = re.search(r"algorithm=(\w+)", block).group(1)
+        other = {"grpo": "gspo", "gspo": "grpo"}[algorithm]
+        assert f'"{other}"' not in cmd
+
+
+def test_tiny_config_builds_the_model_and_trains_on_cpu() -> None:
+    proc = dry_run("--configfile", "config/tiny.yaml")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    out = proc.stdout + proc.stderr
+    counts = job_counts(out)
+    assert counts["build_model"] == 1 and counts["train"] == 6 and counts["evaluate"] == 7
+    for block in jobs_of(out, "train"):
+        assert "gpu=" not in block.split("resources:", 1)[1].splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda c: c["sampler"].update(lamda1=0.2), "lamda1"),
+        (lambda c: c["sampler"].update(lambda1=1.5), "lambda1"),
+        (lambda c: c["experiments"]["grid"][0]["methods"].append("dapoo"), "dapoo"),
+        (lambda c: c["difficulty"].update(rollouts=1), "rollouts"),
+        (lambda c: c.update(traning={}), "traning"),
+    ],
+    ids=["typo-key", "lambda-out-of-range", "unknown-method", "one-rollout", "typo-section"],
+)
+def test_bad_config_fails_at_start_naming_the_key(tmp_path: Path, edit, message: str) -> None:
+    cfg = yaml.safe_load((ROOT / "config" / "tiny.yaml").read_text())
+    edit(cfg)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    proc = dry_run("--configfile", str(bad))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "Error validating config file" in out and message in out
+    assert "Job stats" not in out  # stopped before scheduling anything
+
+
+def test_lint_is_clean(tmp_path: Path) -> None:
+    proc = subprocess.run([str(SNAKEMAKE), "--lint"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_profile_sits_where_profile_slurm_finds_it() -> None:
+    profile = yaml.safe_load((ROOT / "slurm" / "config.yaml").read_text())
+    assert profile["executor"] == "slurm"
+    assert profile["rerun-incomplete"] is True
+    assert "cpus_per_task" not in profile["default-resources"]  # would override every rule

@@ -1,6 +1,6 @@
 # The two front-door commands (README "Quick start"):
-#   make demo   install what the demo needs into .venv, then run it
-#   make test   install the package with its test dependencies into .venv, then run the tests
+#   make demo   install the CPU stack into .venv, then run the whole tiny pipeline with Snakemake
+#   make test   install the package with every group the tests exercise into .venv, run the tests
 # Versions come from requirements/constraints.txt (one venv that holds the whole stack).
 
 PYTHON ?= python3
@@ -8,6 +8,11 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --disable-pip-version-check -q -c requirements/constraints.txt
 DEPS   := pyproject.toml requirements/constraints.txt
+# Nothing here may reach the Hugging Face hub (the tiny pipeline builds everything locally).
+export HF_HUB_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export WANDB_MODE := disabled
 
 .PHONY: demo test bench clean-venv
 
@@ -15,19 +20,19 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.stamp-test: $(PY) $(DEPS)
-	$(PIP) -e '.[test,report]'
+	$(PIP) -e '.[test,cpu,verl,eval,workflow,report]'
 	@touch $@
 
 $(VENV)/.stamp-demo: $(PY) $(DEPS)
-	$(PIP) -e '.[report]'
+	$(PIP) -e '.[cpu,eval,workflow,report]'
 	@touch $@
 
 test: $(VENV)/.stamp-test
 	$(PY) -m pytest
 
 demo: $(VENV)/.stamp-demo
-	$(VENV)/bin/vade demo
-	$(VENV)/bin/vade simulate --quick --out reports/simulate
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" snakemake --cores 2 --configfile config/tiny.yaml
+	@echo "report: reports/tiny/report.md"
 
 bench: $(VENV)/.stamp-demo
 	$(VENV)/bin/vade bench sampler

@@ -10,9 +10,9 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# The paper config is the default; `--configfile` replaces it (never merges into it, so the tiny
-# demo cannot inherit the paper's GPU resources or models).
-if not config:
+# The paper config is the default; a `--configfile` replaces it rather than merging into it, so
+# the tiny demo cannot inherit the paper's models or GPU resources. `--config k=v` applies to both.
+if not workflow.overwrite_configfiles:
 
     configfile: "config/config.yaml"
 

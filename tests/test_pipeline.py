@@ -1,0 +1,116 @@
+"""The whole tiny pipeline, end to end through Snakemake on CPU, then its rerun behaviour.
+
+One module-scoped run of ``config/tiny.yaml`` in a scratch working directory (the repository's own
+data/, results/ and reports/ are never touched): data -> tiny model -> initial difficulty ->
+6 training runs -> 7 evaluations -> report, plus the sampler lab. Then, against that completed run:
+nothing to do when nothing changed; a changed VADE lambda reruns only the VADE runs and what depends
+on them, with Snakemake's reason; a changed evaluation setting reruns no training.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (BIN / "snakemake").exists(), reason="snakemake is not installed"),
+]
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 3600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "WANDB_MODE": "disabled"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    return subprocess.run(
+        [str(BIN / "snakemake"), "--snakefile", str(ROOT / "Snakefile"), "--directory",
+         str(workdir), *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def write_config(workdir: Path, name: str, edit=None) -> Path:
+    cfg = yaml.safe_load((ROOT / "config" / "tiny.yaml").read_text())
+    if edit is not None:
+        edit(cfg)
+    path = workdir / "config" / name
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def completed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    workdir = tmp_path_factory.mktemp("pipeline")
+    shutil.copytree(ROOT / "config", workdir / "config")
+    proc = snakemake(workdir, "--cores", "2", "--configfile", "config/tiny.yaml")
+    if proc.returncode != 0:
+        logs = "\n".join(f"== {p}\n{p.read_text()[-3000:]}"
+                         for p in sorted((workdir / "logs").rglob("*.log")))
+        pytest.fail(f"tiny pipeline failed:\n{proc.stderr[-6000:]}\n{logs}")
+    return workdir
+
+
+def scheduled(proc: subprocess.CompletedProcess) -> dict[str, int]:
+    out = proc.stdout + proc.stderr
+    if "Nothing to be done" in out:
+        return {}
+    table = out.split("Job stats:", 1)[1].split("Reasons:", 1)[0]
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, flags=re.MULTILINE)}
+
+
+def test_pipeline_writes_every_stage(completed: Path) -> None:
+    results = completed / "results" / "tiny"
+    runs = sorted(p.name for p in (results / "runs").iterdir() if (p / "done.json").exists())
+    assert runs == sorted(f"tiny-{a}-{m}-s0" for a in ("grpo", "gspo")
+                          for m in ("vanilla", "dapo", "vade"))
+    con = duckdb.connect(str(results / "runs" / "tiny-grpo-vade-s0" / "history.duckdb"),
+                         read_only=True)
+    steps, = con.execute("SELECT count(*) FROM steps").fetchone()
+    events, = con.execute("SELECT count(*) FROM events").fetchone()
+    assert steps > 0 and events > 0
+    assert sorted(p.name for p in (results / "eval").glob("*.duckdb")) == sorted(
+        [f"{r}.duckdb" for r in runs] + ["tiny-base.duckdb"])
+    report = completed / "reports" / "tiny" / "report.md"
+    assert report.stat().st_size > 0
+    assert any((completed / "reports" / "tiny" / "figures").glob("*.png"))
+    assert (completed / "reports" / "tiny" / "simulate" / "sim_summary.csv").exists()
+
+
+def test_nothing_to_do_when_nothing_changed(completed: Path) -> None:
+    proc = snakemake(completed, "-n", "--configfile", "config/tiny.yaml")
+    assert proc.returncode == 0, proc.stderr
+    assert scheduled(proc) == {}
+
+
+def test_changed_vade_lambda_reruns_only_vade_runs(completed: Path) -> None:
+    cfg = write_config(completed, "lambda.yaml", lambda c: c["sampler"].update(lambda1=0.3))
+    proc = snakemake(completed, "-n", "--configfile", str(cfg.relative_to(completed)))
+    assert proc.returncode == 0, proc.stderr
+    assert scheduled(proc) == {"train": 2, "evaluate": 2, "report": 1, "all": 1}
+    out = proc.stdout + proc.stderr
+    reruns = set(re.findall(r"output: results/tiny/runs/([\w.-]+)/done.json", out))
+    assert reruns == {"tiny-grpo-vade-s0", "tiny-gspo-vade-s0"}
+    assert "Params have changed since last execution" in out
+
+
+def test_changed_evaluation_setting_reruns_no_training(completed: Path) -> None:
+    def edit(c: dict) -> None:
+        c["evaluate"]["repeats"] = c["evaluate"].get("repeats", 1) + 1
+
+    cfg = write_config(completed, "eval.yaml", edit)
+    proc = snakemake(completed, "-n", "--configfile", str(cfg.relative_to(completed)))
+    assert proc.returncode == 0, proc.stderr
+    jobs = scheduled(proc)
+    assert "train" not in jobs and "init_difficulty" not in jobs
+    assert jobs["evaluate"] == 7

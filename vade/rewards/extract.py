@@ -1,0 +1,195 @@
+"""Find the final answer in a model response, in bounded time whatever the response contains.
+
+The reward is binary correctness of the *final* answer, so extraction decides what the model
+committed to. Rules, in priority order (the first that finds something wins):
+
+1. ``\\boxed{...}`` (or ``\\fbox{...}``): the LAST complete one. Braces are balanced, so nested
+   LaTeX (``\\boxed{\\frac{1}{2}}``) is kept whole and ``\\{``/``\\}`` do not count. Taking the last
+   one means a response that boxes several candidates is judged by its final commitment, and
+   emitting many boxes cannot earn more than one answer. An unclosed box (a truncated generation)
+   is skipped in favour of an earlier complete one.
+2. An answer phrase: the last "answer is X" / "Answer: X" / "final answer = X" (case-insensitive);
+   X runs to the end of its line (or the next line when the phrase ends the line) and stops at
+   the first ". " sentence end.
+3. For choice questions only: the last standalone capital letter among the allowed option letters
+   (``(B)``, ``B.``, ``B``), so "I think it is B" answers B (the pronoun "I" is not an option).
+4. The whole response, when it is one short line (a model that just answers "Yes." or "42", or
+   the text of an option).
+
+Fenced code blocks (```` ``` ... ``` ````) are removed before any rule runs: text inside code is
+not an answer (a ``print("\\boxed{7}")`` does not commit to 7). An unclosed fence removes the rest.
+
+Bounded work: only the last ``MAX_SCAN_CHARS`` characters are scanned (the final answer is at the
+end; a response longer than that is degenerate anyway); at most ``MAX_TRIES`` boxes or phrases are
+examined, each over at most ``MAX_ANSWER_CHARS`` characters; every regular expression is free of
+nested quantifiers. A 1 MB adversarial string therefore costs about as much as a 32 kB one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from vade.rewards.normalize import canonical_unicode
+
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "MAX_SCAN_CHARS",
+    "Extraction",
+    "extract_answer",
+    "find_answer_phrase",
+    "find_boxed",
+    "find_choice_letter",
+    "remove_code_blocks",
+]
+
+MAX_SCAN_CHARS = 32_768
+MAX_ANSWER_CHARS = 2_000
+MAX_TRIES = 16
+BARE_MAX_CHARS = 100
+_FENCE = "```"
+_BOX_COMMANDS = ("\\boxed", "\\fbox")
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The extracted answer text (None when nothing was found) and the rule that found it."""
+
+    answer: str | None
+    method: str  # "boxed" | "phrase" | "bare" | "letter" | "none"
+
+    @property
+    def boxed(self) -> bool:
+        """Whether the response followed the prompt's format (the optional format reward)."""
+        return self.method == "boxed"
+
+
+def remove_code_blocks(text: str) -> str:
+    """Drop every fenced code block (linear scan with ``str.find``)."""
+    if _FENCE not in text:
+        return text
+    parts, i = [], 0
+    while True:
+        start = text.find(_FENCE, i)
+        if start < 0:
+            parts.append(text[i:])
+            break
+        parts.append(text[i:start])
+        end = text.find(_FENCE, start + len(_FENCE))
+        if end < 0:
+            break
+        i = end + len(_FENCE)
+    return "".join(parts)
+
+
+def _balanced(text: str, open_at: int) -> str | None:
+    """Content of the brace group opening at ``text[open_at] == '{'``; None if not closed within
+    ``MAX_ANSWER_CHARS``. A backslash escapes the next character (``\\{`` is not a brace)."""
+    depth, i, stop = 0, open_at, min(len(text), open_at + MAX_ANSWER_CHARS + 2)
+    while i < stop:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[open_at + 1:i]
+        i += 1
+    return None
+
+
+def find_boxed(text: str) -> str | None:
+    """The content of the last complete ``\\boxed{...}``/``\\fbox{...}`` (see module doc)."""
+    pos = len(text)
+    for _ in range(MAX_TRIES):
+        at, cmd = max((text.rfind(c, 0, pos), c) for c in _BOX_COMMANDS)
+        if at < 0:
+            return None
+        j = at + len(cmd)
+        while j < len(text) and j - at < len(cmd) + 4 and text[j] == " ":
+            j += 1
+        if j < len(text) and text[j] == "{":
+            content = _balanced(text, j)
+            if content is not None:
+                return content.strip()
+        elif j < len(text) and j > at + len(cmd):  # "\boxed 5": one token
+            token = text[j:j + MAX_ANSWER_CHARS].split(None, 1)
+            if token and token[0].strip("$."):
+                return token[0].strip("$.")
+        pos = at
+    return None
+
+
+# After the word "answer": optional markdown bold, then "is" / ":" / "=", then spacing.
+# Bounded repetitions only, so a long run of spaces cannot make the engine backtrack.
+_CONNECTOR = re.compile(r"\*{0,3}[ \t]{0,8}(?:is\b|:|=)[ \t]{0,8}:?[ \t]{0,8}\*{0,3}[ \t]{0,8}")
+
+
+def _clean_value(value: str) -> str:
+    value = value.strip()
+    cut = value.find(". ")
+    if cut > 0:
+        value = value[:cut]
+    return value.strip().strip("*`").strip()
+
+
+def find_answer_phrase(text: str) -> str | None:
+    """The value after the last "answer is" / "answer:" phrase (see module doc)."""
+    low = text.lower()
+    pos = len(low)
+    for _ in range(MAX_TRIES):
+        at = low.rfind("answer", 0, pos)
+        if at < 0:
+            return None
+        m = _CONNECTOR.match(low, at + len("answer"))
+        if m:
+            start = m.end()
+            end = text.find("\n", start, start + MAX_ANSWER_CHARS)
+            value = text[start:end if end >= 0 else start + MAX_ANSWER_CHARS]
+            if not value.strip() and end >= 0:  # "Answer:\n42"
+                nxt = text.find("\n", end + 1, end + 1 + MAX_ANSWER_CHARS)
+                value = text[end + 1:nxt if nxt >= 0 else end + 1 + MAX_ANSWER_CHARS]
+            value = _clean_value(value)
+            if value:
+                return value
+        pos = at
+    return None
+
+
+_LETTER = re.compile(r"(?<![A-Za-z0-9])\(?([A-Z])\)?(?![A-Za-z0-9])")
+
+
+def find_choice_letter(text: str, letters: str) -> str | None:
+    """The last standalone capital letter of ``text`` that is one of ``letters``."""
+    found = None
+    for m in _LETTER.finditer(text):
+        if m.group(1) in letters:
+            found = m.group(1)
+    return found
+
+
+def extract_answer(response: str, *, choice_letters: str | None = None) -> Extraction:
+    """Apply the rules of the module doc to ``response``; never raises on any string.
+
+    ``choice_letters`` (e.g. ``"ABCD"``) enables rule 3 for multiple-choice questions.
+    """
+    if not isinstance(response, str):
+        raise TypeError(f"response must be str, got {type(response).__name__}")
+    window = remove_code_blocks(canonical_unicode(response[-MAX_SCAN_CHARS:]))
+    boxed = find_boxed(window)
+    if boxed is not None:
+        return Extraction(boxed, "boxed")
+    phrase = find_answer_phrase(window)
+    if phrase is not None:
+        return Extraction(phrase, "phrase")
+    if choice_letters:
+        letter = find_choice_letter(window, choice_letters)
+        if letter is not None:
+            return Extraction(letter, "letter")
+    bare = window.strip()
+    if bare and len(bare) <= BARE_MAX_CHARS and "\n" not in bare:
+        return Extraction(bare, "bare")
+    return Extraction(None, "none")

@@ -1,0 +1,197 @@
+"""One verifier per answer type: is an extracted answer equal to the ground truth?
+
+Each verifier takes the extracted prediction (a short string, never None) and the ground truth and
+returns a bool. Types (``vade.data.records.ANSWER_TYPES``):
+
+* ``choice``  option letters. The prediction may be ``B``, ``(B)``, ``B.``, ``B) text``,
+  ``Option B``; when ``choices`` (the option texts, in letter order) are known, the option text
+  itself also counts, and an answer equal to an option text is read as that option (so "A
+  triangle" is the triangle option, not option A). The ground truth may be a letter or the
+  correct option's text.
+* ``number``  numeric equality with relative tolerance ``NUMBER_REL_TOL`` (1e-6) and absolute
+  tolerance ``NUMBER_ABS_TOL`` (1e-9, for a gold of 0), after ``normalize.parse_number``. The
+  tolerance absorbs float formatting (``0.3333333`` vs ``1/3``), not approximation (``3.14`` is
+  not ``3.14159``; ChartQA's 5% is the separate ``relaxed`` type).
+* ``relaxed`` ChartQA relaxed accuracy (Masry et al. 2022, as in pix2struct's
+  ``relaxed_correctness``): numbers match within 5% relative change (inclusive); non-numbers need
+  an exact match up to case, spacing and a trailing period (``light_normalize``). A gold of 0
+  needs an exact 0 (the paper's formula divides by it).
+* ``yesno``   yes/no, case-insensitive, trailing punctuation ignored, first word decides
+  (``Yes, it is`` is yes; ``True``/``y`` are not accepted).
+* ``math``    string equality (ignoring spaces and LaTeX spacing; word answers ignoring case),
+  then numeric equality within the number tolerance, then symbolic equivalence via math-verify
+  (``math_check.math_equal``).
+* ``text``    normalised exact match (SQuAD normalisation: case, punctuation, articles, spaces).
+
+Percentages: ``50%`` equals a gold of ``50`` or of ``0.5`` (ChartQA golds omit the sign; other
+sources write the fraction); a gold written with ``%`` is compared by its number.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+
+from vade.rewards.math_check import math_equal
+from vade.rewards.normalize import (
+    ParsedNumber,
+    canonical_unicode,
+    light_normalize,
+    normalize_text,
+    parse_number,
+    strip_latex,
+)
+
+__all__ = [
+    "MAX_OPTIONS",
+    "NUMBER_ABS_TOL",
+    "NUMBER_REL_TOL",
+    "RELAXED_TOL",
+    "VERIFIERS",
+    "numbers_match",
+    "option_letter",
+    "verify",
+    "verify_choice",
+    "verify_math",
+    "verify_number",
+    "verify_relaxed",
+    "verify_text",
+    "verify_yesno",
+]
+
+NUMBER_REL_TOL = Decimal("1e-6")
+NUMBER_ABS_TOL = Decimal("1e-9")
+RELAXED_TOL = Decimal("0.05")
+
+
+def _candidates(p: ParsedNumber) -> tuple[Decimal, ...]:
+    return (p.value, p.value / 100) if p.percent else (p.value,)
+
+
+def numbers_match(pred: ParsedNumber, gold: ParsedNumber, rel_tol: Decimal,
+                  abs_tol: Decimal = Decimal(0)) -> bool:
+    """``|pred - gold| <= max(rel_tol * |gold|, abs_tol)`` for some reading of a percent sign.
+
+    A prediction with ``%`` may mean the number or the fraction (``50%`` vs gold ``50`` or
+    ``0.5``); a gold with ``%`` is taken as written (both spellings of it are accepted too).
+    Decimal arithmetic keeps the 5% boundary exact (no binary rounding at 104.9 vs 105.1).
+    """
+    for g in _candidates(gold):
+        for p in _candidates(pred):
+            if abs(p - g) <= max(rel_tol * abs(g), abs_tol):
+                return True
+    return False
+
+
+def verify_number(pred: str, gold: str) -> bool:
+    p, g = parse_number(pred), parse_number(gold)
+    if p is None or g is None:
+        return _same_light(pred, gold)
+    return numbers_match(p, g, NUMBER_REL_TOL, NUMBER_ABS_TOL)
+
+
+def _same_light(pred: str, gold: str) -> bool:
+    p = light_normalize(pred)
+    return bool(p) and p == light_normalize(gold)
+
+
+def verify_relaxed(pred: str, gold: str) -> bool:
+    p, g = parse_number(pred), parse_number(gold)
+    if p is not None and g is not None:
+        return numbers_match(p, g, RELAXED_TOL)
+    return _same_light(pred, gold)
+
+
+def _yes_no(text: str) -> str | None:
+    words = normalize_text(text).split()
+    if not words:
+        return None
+    return words[0] if words[0] in ("yes", "no") else None
+
+
+def verify_yesno(pred: str, gold: str) -> bool:
+    g = _yes_no(gold)
+    return g is not None and _yes_no(pred) == g
+
+
+# "B", "(B)", "B.", "B) text", "B: text", "[B]", "Option B", "option (b)".
+_OPTION = re.compile(
+    r"(?P<word>option|choice)?[ \t]{0,3}[(\[]?(?P<letter>[A-Za-z])[)\].:,]{0,2}(?=[ \t]|$)",
+    re.IGNORECASE)
+MAX_OPTIONS = 8  # letters A-H when the number of options is unknown ("I" is the pronoun)
+
+
+def option_letter(text: str, n_choices: int | None = None) -> str | None:
+    """The option letter a short answer names, upper case; None if it names none (or one past
+    ``n_choices``, default ``MAX_OPTIONS``). A lower-case letter counts only when it is the whole
+    answer."""
+    s = strip_latex(canonical_unicode(text)).strip().strip("*`").strip()
+    m = _OPTION.match(s)
+    if m is None:
+        return None
+    letter = m.group("letter")
+    if letter.islower() and not m.group("word") and s.strip("()[]. ") != letter:
+        return None  # "a cat" is not option A
+    letter = letter.upper()
+    if not 0 <= ord(letter) - ord("A") < (n_choices or MAX_OPTIONS):
+        return None
+    return letter
+
+
+def verify_choice(pred: str, gold: str, choices: Sequence[str] | None = None) -> bool:
+    n = len(choices) if choices else None
+    gold_letter = option_letter(gold, n)
+    texts = [normalize_text(str(c)) for c in choices] if choices else []
+    if gold_letter is None and texts:  # gold given as the option text
+        norm_gold = normalize_text(gold)
+        if norm_gold in texts:
+            gold_letter = chr(ord("A") + texts.index(norm_gold))
+    if gold_letter is None:
+        if texts:
+            raise ValueError(f"choice ground truth '{gold}' is neither a letter among the "
+                             f"{len(texts)} options nor one of their texts")
+        return normalize_text(pred) == normalize_text(gold) != ""
+    norm_pred = normalize_text(pred)
+    if norm_pred and norm_pred in texts:  # the text of an option ("A triangle" is not option A)
+        return norm_pred == texts[ord(gold_letter) - ord("A")]
+    return option_letter(pred, n) == gold_letter
+
+
+_WORDS = re.compile(r"[A-Za-z][A-Za-z ]{0,100}")
+
+
+def _math_strip(text: str) -> str:
+    return strip_latex(canonical_unicode(text)).rstrip(".").strip()
+
+
+def verify_math(pred: str, gold: str) -> bool:
+    p, g = _math_strip(pred), _math_strip(gold)
+    if not p or not g:
+        return False
+    if p.replace(" ", "") == g.replace(" ", "") or _WORDS.fullmatch(g) and _same_light(p, g):
+        return True  # identical, or a word answer ("Tuesday") up to case
+    pn, gn = parse_number(p, allow_units=False), parse_number(g, allow_units=False)
+    if pn is not None and gn is not None:
+        return numbers_match(pn, gn, NUMBER_REL_TOL, NUMBER_ABS_TOL)
+    return math_equal(g.replace("%", ""), p.replace("%", ""))
+
+
+def verify_text(pred: str, gold: str) -> bool:
+    p = normalize_text(pred)
+    return bool(p) and p == normalize_text(gold)
+
+
+VERIFIERS: dict[str, Callable[..., bool]] = {
+    "choice": verify_choice, "number": verify_number, "relaxed": verify_relaxed,
+    "yesno": verify_yesno, "math": verify_math, "text": verify_text,
+}
+
+
+def verify(answer_type: str, pred: str, gold: str, choices: Sequence[str] | None = None) -> bool:
+    """Dispatch to the verifier of ``answer_type``; ValueError names an unknown type."""
+    if answer_type not in VERIFIERS:
+        raise ValueError(f"unknown answer_type '{answer_type}' (allowed: {sorted(VERIFIERS)})")
+    if answer_type == "choice":
+        return verify_choice(pred, gold, choices)
+    return VERIFIERS[answer_type](pred, gold)

@@ -1,0 +1,87 @@
+"""Sample ids of verl's training dataset, and the initial posterior from the difficulty rollouts.
+
+``initial.parquet`` (written by ``vade.rollout``, HF or vLLM engine alike) has one row per
+sample: ``sample_id`` (= ``extra_info.index``), ``correct`` (r of G) and ``rollouts`` (G). The
+sampler starts from alpha = r, beta = G - r (Algorithm 1, lines 1-4), matched by sample id to the
+dataset positions that survived ``filter_overlong_prompts``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sized
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["dataset_sample_ids", "initial_alpha_beta"]
+
+
+def dataset_sample_ids(dataset: Sized) -> np.ndarray:
+    """``extra_info.index`` of every dataset position; unique, else a ValueError naming it."""
+    frame = getattr(dataset, "dataframe", None)
+    ids: np.ndarray | None = None
+    if frame is not None and "extra_info" in getattr(frame, "column_names", ()):
+        import pyarrow.compute as pc
+
+        table = frame.select_columns(["extra_info"]).with_format("arrow")[:]
+        column = table.column("extra_info")
+        if "index" not in {f.name for f in column.type}:
+            raise ValueError("training dataset's extra_info has no 'index' field")
+        values = pc.struct_field(column, "index")
+        if values.null_count:
+            row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
+            raise ValueError(f"training dataset row {row}: extra_info.index is null")
+        ids = values.to_numpy(zero_copy_only=False).astype(np.int64)
+    if ids is None:  # any other Sized dataset: ask its rows (slow; tests and custom datasets)
+        out = []
+        for i in range(len(dataset)):
+            info = dataset[i].get("extra_info") or {}
+            if "index" not in info:
+                raise ValueError(f"training dataset row {i}: extra_info has no 'index'")
+            out.append(int(info["index"]))
+        ids = np.asarray(out, dtype=np.int64)
+    if ids.size == 0:
+        raise ValueError("training dataset is empty (all rows filtered out?)")
+    if (ids < 0).any():
+        row = int(np.flatnonzero(ids < 0)[0])
+        raise ValueError(f"training dataset row {row}: extra_info.index = {ids[row]} is negative")
+    uniq, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        dup = int(uniq[counts > 1][0])
+        rows = np.flatnonzero(ids == dup).tolist()
+        raise ValueError(f"extra_info.index {dup} appears at dataset rows {rows}: sample ids must "
+                         "be unique")
+    return ids
+
+
+def initial_alpha_beta(path: str | Path, sample_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """alpha = r, beta = G - r per dataset position, from ``initial.parquet``."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"initial difficulty file not found: {path}")
+    table = pq.read_table(path)
+    missing = {"sample_id", "correct", "rollouts"} - set(table.column_names)
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {sorted(missing)}")
+    sid = table.column("sample_id").to_numpy().astype(np.int64)
+    r = table.column("correct").to_numpy().astype(np.float64)
+    g = table.column("rollouts").to_numpy().astype(np.float64)
+    bad = (g <= 0) | (r < 0) | (r > g) | ~np.isfinite(r) | ~np.isfinite(g)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{path}: sample_id {sid[k]} has correct = {r[k]:g}, rollouts = {g[k]:g} "
+                         "(need 0 <= correct <= rollouts, rollouts > 0)")
+    order = np.argsort(sid, kind="stable")
+    sid, r, g = sid[order], r[order], g[order]
+    if sid.size and (sid[1:] == sid[:-1]).any():
+        dup = int(sid[1:][sid[1:] == sid[:-1]][0])
+        raise ValueError(f"{path}: sample_id {dup} appears more than once")
+    pos = np.searchsorted(sid, sample_ids)
+    found = (pos < sid.size) & (sid[np.minimum(pos, sid.size - 1)] == sample_ids)
+    if not found.all():
+        k = int(np.flatnonzero(~found)[0])
+        raise ValueError(f"{path}: no initial rollouts for sample_id {sample_ids[k]} "
+                         f"({int((~found).sum())} training samples missing)")
+    return r[pos].copy(), (g - r)[pos].copy()

@@ -1,0 +1,90 @@
+"""What the sampler plugin reads from verl's ``data`` config: the ``data.sampler.vade`` block.
+
+verl 0.7.1's ``data.sampler`` holds only ``class_path`` and ``class_name``, and its config is in
+struct mode: a new key must be *appended*, ``+data.sampler.vade.method=vade`` (a plain
+``data.sampler.vade.method=`` fails at Hydra composition). ``create_rl_sampler`` passes the whole
+``config.data`` as ``data_config``, so the block arrives with the sampler; no environment variable
+or side file is needed, and the values are printed with the rest of verl's resolved config. The
+override builder (``vade.train.verl.overrides``) writes the block; users never type it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from vade.config_io import reject_unknown
+from vade.sampling import METHODS
+from vade.sampling.checks import check_number
+
+__all__ = ["BLOCK", "PluginSettings"]
+
+BLOCK = "vade"  # data.sampler.<BLOCK>
+
+
+@dataclass(frozen=True)
+class PluginSettings:
+    """``data.sampler.vade``. Paths are absolute (Ray workers may run in another directory)."""
+
+    method: str
+    run_id: str
+    store: str                      # the run's DuckDB file (history.duckdb)
+    state_dir: str                  # per-step sampler state files (next to the DuckDB file)
+    seed: int = 0
+    lambda1: float = 0.2
+    lambda2: float = 0.999
+    snapshot_every: int = 0
+    keep_every: int = 0             # verl's save_freq: which state files retention keeps
+    initial_difficulty: str | None = None   # initial.parquet (sample_id, correct, rollouts)
+    tracking_uri: str | None = None          # MLflow; None disables MLflow logging here
+    experiment: str | None = None
+
+    @classmethod
+    def from_data_config(cls, data_config: Any) -> PluginSettings:
+        sampler = _get(data_config, "sampler") or {}
+        block = _get(sampler, BLOCK)
+        if block is None:
+            raise ValueError(
+                "data.sampler.vade is missing: VadeCurriculumSampler needs its settings "
+                "(append them with +data.sampler.vade.<key>=...; vade.train.verl.overrides does)")
+        return cls.from_dict(_plain(block))
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> PluginSettings:
+        names = {f.name for f in fields(cls)}
+        reject_unknown(values, names, "data.sampler.vade")
+        for key in ("method", "run_id", "store", "state_dir"):
+            if not values.get(key):
+                raise ValueError(f"data.sampler.vade.{key} is required")
+        out = cls(**dict(values))
+        if out.method not in METHODS:
+            raise ValueError(f"data.sampler.vade.method must be one of {tuple(METHODS)}, "
+                             f"got {out.method!r}")
+        check_number("data.sampler.vade.seed", out.seed, 0, 2**63 - 1, integer=True)
+        check_number("data.sampler.vade.lambda1", out.lambda1, 0.0, 1.0)
+        check_number("data.sampler.vade.lambda2", out.lambda2, 0.0, 1.0)
+        check_number("data.sampler.vade.snapshot_every", out.snapshot_every, 0, 1 << 30,
+                     integer=True)
+        check_number("data.sampler.vade.keep_every", out.keep_every, 0, 1 << 30, integer=True)
+        return out
+
+
+def _get(container: Any, key: str) -> Any:
+    if container is None:
+        return None
+    if isinstance(container, Mapping) or hasattr(container, "get"):
+        return container.get(key)
+    return getattr(container, key, None)
+
+
+def _plain(block: Any) -> dict[str, Any]:
+    """An OmegaConf node or a dict as a plain dict (Hydra turns ``null`` into None already)."""
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(block, DictConfig):
+            return dict(OmegaConf.to_container(block, resolve=True))
+    except ImportError:  # pragma: no cover - omegaconf comes with verl
+        pass
+    return dict(block)

@@ -21,6 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("vade.bench.command", "measure speed and memory (prints a table, writes JSON)"),
     "simulate": ("vade.simulate.command", "compare samplers on a simulated bandit"),
     "demo": ("vade.demo", "a short end-to-end demonstration on this machine"),
+    "evaluate": ("vade.eval.command", "average@k of a checkpoint with lmms-eval"),
+    "judge": ("vade.eval.judge_command", "serve or wait for the LLM judge endpoint"),
+    "report": ("vade.report.command", "tables, figures and headline as Markdown + PNG"),
+    "train": ("vade.train.command", "one RL run (GRPO/GSPO, vanilla/DAPO/VADE), local CPU or verl"),
 }
 
 

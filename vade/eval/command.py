@@ -1,0 +1,103 @@
+"""``vade evaluate``: average@k of one checkpoint with lmms-eval, into DuckDB and MLflow.
+
+Synthetic config: local tasks over ``<data-dir>/eval/<domain>.parquet``. Paper config: the
+lmms-eval tasks in ``evaluate.benchmarks`` plus the variants shipped in ``vade/eval/tasks``, with
+the judge endpoint of ``evaluate.judge`` (started and stopped here when ``mode: serve``).
+Output: ``--out`` (``results/<name>/eval/<run_id>.duckdb``), written once at the end, atomically;
+MLflow (the run named ``<run_id>``, reopened if training created it): per-repeat scores at
+step = repeat, and ``eval/<benchmark>/average_at_<k>`` (MLflow names allow no ``@``).
+MLflow is written first, so the DuckDB file (the rule's output) exists only after both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+from vade.config_io import add_config_arguments, load_config, section
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_arguments(parser)
+    parser.add_argument("--run-id", required=True,
+                        help="<model>-<algorithm>-<method>-s<seed>, or <model>-base")
+    parser.add_argument("--checkpoint", required=True,
+                        help="save_pretrained directory (or hub id / path of a base model)")
+    parser.add_argument("--out", required=True, metavar="FILE",
+                        help="evaluation DuckDB file (results/<name>/eval/<run_id>.duckdb)")
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="data/<name> (synthetic: its eval/*.parquet are the benchmarks)")
+    parser.add_argument("--judge-log", metavar="FILE", help="log of a judge served here")
+    parser.add_argument("--no-mlflow", action="store_true", help="skip MLflow logging")
+
+
+def _log_mlflow(config: dict, run_id: str, rows, averages: dict[str, float], k: int) -> None:
+    from vade.tracking import Tracker, TrackingConfig
+
+    tracking = TrackingConfig.from_dict(section(config, "tracking", required=False))
+    if not tracking.enabled:
+        return
+    name = str(config.get("name", "vade"))
+    uri = os.environ.get("MLFLOW_TRACKING_URI") or tracking.uri_for(name)
+    experiment = os.environ.get("MLFLOW_EXPERIMENT_NAME") or tracking.experiment or name
+    tracker = Tracker(uri, experiment, run_id)
+    try:
+        by_repeat: dict[int, dict[str, float]] = {}
+        for r in rows:
+            by_repeat.setdefault(r.repeat, {})[f"eval/{r.benchmark}/score"] = r.score
+        for repeat, metrics in sorted(by_repeat.items()):
+            tracker.log_metrics(metrics, step=repeat)
+        tracker.log_metrics({f"eval/{b}/average_at_{k}": v for b, v in averages.items()}, step=0)
+    finally:
+        tracker.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    from vade.eval import judge as judge_mod
+    from vade.eval.config import EvaluateConfig
+    from vade.eval.runner import evaluate_checkpoint, target_for
+    from vade.eval.store import write_eval_results
+    from vade.eval.taskgen import SHIPPED_TASKS, local_benchmarks, write_local_tasks
+
+    config = load_config(args)
+    cfg = EvaluateConfig.from_dict(section(config, "evaluate", required=False))
+    target = target_for(args.run_id, args.checkpoint)
+    if cfg.kind == "paper" and "/" not in args.checkpoint and not Path(args.checkpoint).exists():
+        raise FileNotFoundError(f"checkpoint not found: {args.checkpoint}")
+    if cfg.kind == "synthetic" and not Path(args.checkpoint).is_dir():
+        raise FileNotFoundError(f"checkpoint directory not found: {args.checkpoint}")
+    if cfg.kind == "synthetic":  # local files only: never reach for the hub
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    with tempfile.TemporaryDirectory(prefix="vade-eval-tasks-") as tmp:
+        if cfg.kind == "synthetic":
+            if not args.data_dir:
+                raise ValueError("--data-dir is required when evaluate.kind is synthetic")
+            local = local_benchmarks(Path(args.data_dir) / "eval")
+            write_local_tasks(local, Path(tmp), max_new_tokens=cfg.max_new_tokens,
+                              temperature=cfg.temperature, top_p=cfg.top_p)
+            benchmarks, include, defaults = [b for b, _ in local], [tmp], False
+            judge_cfg = judge_mod.JudgeConfig()  # no judged local task
+        else:
+            benchmarks, include, defaults = list(cfg.benchmarks), [str(SHIPPED_TASKS)], True
+            judged = [b.name for b in benchmarks if b.judge]
+            if judged and cfg.judge.mode == "none":
+                raise ValueError(f"benchmarks {judged} need the LLM judge: set "
+                                 "evaluate.judge.mode to external or serve")
+            judge_cfg = cfg.judge if judged else judge_mod.JudgeConfig()
+        with judge_mod.running_judge(judge_cfg, args.judge_log):
+            rows = evaluate_checkpoint(cfg, target, benchmarks, include, defaults)
+    averages = {}
+    for b in benchmarks:
+        scores = [r.score for r in rows if r.benchmark == b.name]
+        averages[b.name] = sum(scores) / len(scores)
+    if not args.no_mlflow:
+        _log_mlflow(config, args.run_id, rows, averages, cfg.repeats)
+    out = write_eval_results(args.out, rows)
+    for name, v in averages.items():
+        print(f"{args.run_id} {name}: average@{cfg.repeats} = {v:.2f}")
+    print(f"wrote {len(rows)} rows to {out}")
+    return 0

@@ -1,0 +1,182 @@
+"""Config section ``evaluate``: which benchmarks, how many seeded repeats, the judge endpoint.
+
+``kind: synthetic`` evaluates on local lmms-eval tasks generated over
+``data/<name>/eval/<domain>.parquet`` (one benchmark per domain, score = the training reward's
+accuracy). ``kind: paper`` runs lmms-eval's own tasks (plus the reasoning-length variants shipped
+in ``vade/eval/tasks``) named in ``benchmarks``; the LLM judge is the ``judge`` block.
+average@k: ``repeats`` runs with seeds ``seed, seed+1, ...`` and sampling ``temperature``
+(lmms-eval's ``--repeats`` does not aggregate generation tasks, so each repeat is a full run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from vade.config_io import reject_unknown
+
+__all__ = ["PAPER_BENCHMARKS", "Benchmark", "EvaluateConfig", "JudgeConfig"]
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One table column: an lmms-eval task (or group) and the metric that scores it.
+
+    ``scale`` turns the metric into percent (100 for metrics in [0, 1], 1 for ones already in
+    percent). A group's score is the item-weighted mean over its subtasks.
+    """
+
+    name: str
+    task: str
+    metric: str
+    scale: float = 100.0
+    judge: bool = False  # needs the LLM judge endpoint
+
+    @classmethod
+    def from_dict(cls, v: Mapping[str, Any], where: str) -> Benchmark:
+        reject_unknown(v, {f.name for f in fields(cls)}, where)
+        for key in ("name", "task", "metric"):
+            if not isinstance(v.get(key), str) or not v[key]:
+                raise ValueError(f"{where}.{key} must be a non-empty string, got {v.get(key)!r}")
+        scale = v.get("scale", 100.0)
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or scale <= 0:
+            raise ValueError(f"{where}.scale must be a positive number, got {scale!r}")
+        if not isinstance(v.get("judge", False), bool):
+            msg = f"{where}.judge must be true or false, got {v['judge']!r}"
+            raise ValueError(msg)  # noqa: TRY004
+        return cls(v["name"], v["task"], v["metric"], float(scale), v.get("judge", False))
+
+
+# The paper's five benchmarks (Section 4.1). MathVista: one of the testmini group's three prompt
+# variants; MathVerse: the vision-only subset group; ChartQA and ScienceQA: the shipped variants
+# with reasoning-length outputs and \boxed{} answer extraction. Metric names are lmms-eval's;
+# scales read from lmms-eval 0.7.3: MathVista and MathVision aggregate to percent, MathVerse's
+# gpt_eval_score and the exact-match / relaxed metrics are means of 0/1.
+PAPER_BENCHMARKS = (
+    Benchmark("MathVista", "mathvista_testmini_cot", "llm_as_judge_eval", 1.0, True),
+    Benchmark("MathVerse", "mathverse_testmini_vision", "gpt_eval_score", 100.0, True),
+    Benchmark("MathVision", "mathvision_testmini", "mathvision_standard_eval", 1.0, False),
+    Benchmark("ScienceQA", "vade_scienceqa_img_reasoning", "exact_match", 100.0, False),
+    Benchmark("ChartQA", "vade_chartqa_reasoning", "relaxed_overall", 100.0, False),
+)
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """The OpenAI-compatible judge endpoint (vLLM serving Qwen2.5-72B-Instruct in the paper).
+
+    mode: ``none`` (no judge: judge benchmarks are refused), ``external`` (an endpoint that
+    already runs at ``url``), ``serve`` (``vade.eval.judge.serve`` starts vLLM; a workflow rule
+    owns its lifetime).
+    """
+
+    mode: str = "none"
+    url: str | None = None            # base URL, e.g. http://host:8000/v1
+    model: str = "Qwen/Qwen2.5-72B-Instruct"  # what vLLM loads (serve)
+    served_name: str = "judge"        # MODEL_VERSION the tasks send
+    api_key_env: str = "OPENAI_API_KEY"  # the variable that holds the key (never the key itself)
+    host: str = "127.0.0.1"
+    port: int = 8000
+    tensor_parallel_size: int = 4
+    extra_args: tuple[str, ...] = ()
+    command: tuple[str, ...] = ()     # full server command line instead of vLLM's (serve)
+    ready_timeout_s: int = 1800
+
+    @classmethod
+    def from_dict(cls, v: Mapping[str, Any]) -> JudgeConfig:
+        reject_unknown(v, {f.name for f in fields(cls)}, "evaluate.judge")
+        v = dict(v)
+        if v.get("mode", "none") not in ("none", "external", "serve"):
+            raise ValueError("evaluate.judge.mode must be none, external or serve, "
+                             f"got {v['mode']!r}")
+        if v.get("mode") == "external" and not v.get("url"):
+            raise ValueError("evaluate.judge.url is required when evaluate.judge.mode is external")
+        for key in ("model", "served_name", "api_key_env", "host"):
+            if key in v and (not isinstance(v[key], str) or not v[key]):
+                raise ValueError(f"evaluate.judge.{key} must be a non-empty string")
+        for key, lo, hi in (("port", 1, 65535), ("tensor_parallel_size", 1, 64),
+                            ("ready_timeout_s", 1, 86400)):
+            if key in v and (isinstance(v[key], bool) or not isinstance(v[key], int)
+                             or not lo <= v[key] <= hi):
+                raise ValueError(f"evaluate.judge.{key} must be an integer in [{lo}, {hi}], "
+                                 f"got {v[key]!r}")
+        for key in ("extra_args", "command"):
+            if key in v:
+                if not isinstance(v[key], (list, tuple)) or not all(
+                        isinstance(a, str) for a in v[key]):
+                    raise ValueError(f"evaluate.judge.{key} must be a list of strings")
+                v[key] = tuple(v[key])
+        return cls(**v)
+
+    @property
+    def base_url(self) -> str:
+        return self.url or f"http://{self.host}:{self.port}/v1"
+
+
+@dataclass(frozen=True)
+class EvaluateConfig:
+    kind: str = "synthetic"              # synthetic | paper
+    repeats: int = 4                     # k of average@k, 1..64
+    seed: int = 0                        # repeat i uses seed + i
+    temperature: float = 0.6             # sampling temperature of the repeats, [0, 2]
+    top_p: float = 1.0                   # (0, 1]
+    max_new_tokens: int = 64             # synthetic tasks' output limit (paper tasks: own YAML)
+    batch_size: int = 1
+    limit: int | None = None             # items per task (None: all)
+    device_map: str = "cpu"              # cpu | auto | cuda...
+    model_args: Mapping[str, Any] = field(default_factory=dict)  # extra qwen2_5_vl args
+    benchmarks: tuple[Benchmark, ...] = PAPER_BENCHMARKS
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> EvaluateConfig:
+        reject_unknown(values, {f.name for f in fields(cls)}, "evaluate")
+        v = dict(values)
+        if v.get("kind", "synthetic") not in ("synthetic", "paper"):
+            raise ValueError(f"evaluate.kind must be synthetic or paper, got {v['kind']!r}")
+        for key, lo, hi in (("repeats", 1, 64), ("seed", 0, 2**31 - 1),
+                            ("max_new_tokens", 1, 65536), ("batch_size", 1, 1024),
+                            ("limit", 1, 10**9)):
+            if key in v and v[key] is not None and (
+                    isinstance(v[key], bool) or not isinstance(v[key], int)
+                    or not lo <= v[key] <= hi):
+                raise ValueError(f"evaluate.{key} must be an integer in [{lo}, {hi}], "
+                                 f"got {v[key]!r}")
+        for key, lo, hi, lo_open in (("temperature", 0.0, 2.0, False), ("top_p", 0.0, 1.0, True)):
+            if key in v:
+                x = v[key]
+                if (isinstance(x, bool) or not isinstance(x, (int, float)) or x > hi
+                        or x < lo or (lo_open and x == lo)):
+                    raise ValueError(f"evaluate.{key} must be in {'(' if lo_open else '['}"
+                                     f"{lo}, {hi}], got {x!r}")
+                v[key] = float(x)
+        if "device_map" in v and (not isinstance(v["device_map"], str) or not v["device_map"]):
+            raise ValueError(f"evaluate.device_map must be a string, got {v['device_map']!r}")
+        if "model_args" in v:
+            if not isinstance(v["model_args"], Mapping):
+                raise ValueError("evaluate.model_args must be a mapping")
+            bad = {"pretrained", "device", "device_map"} & set(v["model_args"])
+            if bad:
+                raise ValueError(f"evaluate.model_args.{min(bad)} is set by vade evaluate")
+            v["model_args"] = dict(v["model_args"])
+        if "benchmarks" in v:
+            b = v["benchmarks"]
+            if not isinstance(b, (list, tuple)) or not b:
+                raise ValueError("evaluate.benchmarks must be a non-empty list")
+            parsed = tuple(Benchmark.from_dict(x if isinstance(x, Mapping) else {},
+                                               f"evaluate.benchmarks[{i}]")
+                           for i, x in enumerate(b))
+            if len({x.name for x in parsed}) != len(parsed):
+                raise ValueError("evaluate.benchmarks names must be distinct")
+            v["benchmarks"] = parsed
+        if "judge" in v:
+            v["judge"] = JudgeConfig.from_dict(v["judge"] or {})
+        out = cls(**v)
+        if out.kind == "synthetic" and "benchmarks" in values:
+            raise ValueError("evaluate.benchmarks applies to kind: paper only (synthetic "
+                             "benchmarks are the held-out sets' domains)")
+        if out.repeats > 1 and out.temperature == 0:
+            raise ValueError("evaluate.temperature must be > 0 when evaluate.repeats > 1 "
+                             "(greedy repeats are identical)")
+        return out

@@ -1,0 +1,141 @@
+"""Run lmms-eval k times on one checkpoint and turn its results into tidy ``EvalRow``s.
+
+average@k needs k independent sampling runs: lmms-eval's ``--repeats`` does not aggregate
+generation tasks, so ``simple_evaluate`` is called k times (it loads the model each time: its
+``evaluate`` frees the model's modules at the end, so an instance cannot be reused) with
+seeds ``seed + i`` (python, numpy, torch) and a sampling temperature. A benchmark may be an
+lmms-eval group (MathVerse's vision subset): its score is the item-weighted mean of its
+subtasks' metric. A metric lmms-eval does not report, or one outside [0, 100] after scaling,
+is an error naming the benchmark, never a silent zero.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vade.eval.config import Benchmark, EvaluateConfig
+from vade.eval.store import EvalRow
+
+__all__ = ["Target", "benchmark_score", "evaluate_checkpoint", "target_for"]
+
+MODEL = "qwen2_5_vl"  # lmms-eval's Qwen2.5-VL backend (chat interface)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What is evaluated: the checkpoint and the run it belongs to."""
+
+    run_id: str
+    model: str
+    algorithm: str | None
+    method: str
+    seed: int | None
+    checkpoint: str
+
+
+def target_for(run_id: str, checkpoint: str) -> Target:
+    """Parse ``<model>-<algorithm>-<method>-s<seed>`` or ``<model>-base``."""
+    from vade.report.collect import parse_run_id
+
+    key = parse_run_id(run_id)
+    return Target(run_id, key.model, key.algorithm or None, key.method,
+                  None if key.seed < 0 else key.seed, checkpoint)
+
+
+def _metric(values: Mapping[str, Any], metric: str, task: str) -> float:
+    for key in (f"{metric},none", metric):
+        if key in values:
+            v = values[key]
+            break
+    else:
+        found = sorted(k for k in values if "," in k and not k.endswith("_stderr,none"))
+        matches = [k for k in found if k.split(",")[0] == metric]
+        if not matches:
+            raise ValueError(f"lmms-eval reported no metric {metric!r} for task {task} "
+                             f"(it reported {found})")
+        v = values[matches[0]]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"metric {metric!r} of task {task} is {v!r}, not a number")  # noqa: TRY004
+    return float(v)
+
+
+def benchmark_score(results: Mapping[str, Any], bench: Benchmark) -> tuple[float, int]:
+    """(score in percent, items) of one benchmark in one ``simple_evaluate`` result."""
+    per_task = results.get("results", {})
+    groups = results.get("group_subtasks", {})
+    tasks = list(groups.get(bench.task) or [bench.task])
+    values, counts = [], []
+    for task in tasks:
+        if task not in per_task:
+            raise ValueError(f"benchmark {bench.name}: lmms-eval returned no result for task "
+                             f"{task}")
+        values.append(_metric(per_task[task], bench.metric, task))
+        n = results.get("n-samples", {}).get(task, {})
+        counts.append(int(n.get("effective", n.get("original", 0))))
+    total = sum(counts)
+    if total == 0:
+        raise ValueError(f"benchmark {bench.name}: no items were evaluated")
+    score = sum(v * n for v, n in zip(values, counts)) / total * bench.scale
+    if not math.isfinite(score) or not -1e-9 <= score <= 100 + 1e-9:
+        raise ValueError(f"benchmark {bench.name}: score {score} is not a percentage; check "
+                         f"evaluate.benchmarks scale ({bench.scale}) for metric {bench.metric}")
+    return score, total
+
+
+def checkpoint_pixels(checkpoint: str) -> dict[str, int]:
+    """min/max_pixels of a local checkpoint's image processor, so lmms-eval (which otherwise
+    imposes its own, 256*28*28 .. 1605632) resizes images as the model saw them in training."""
+    path = Path(checkpoint) / "preprocessor_config.json"
+    if not path.is_file():
+        return {}
+    try:
+        pre = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc}") from None
+    size = pre.get("size") or {}
+    found = {"min_pixels": pre.get("min_pixels", size.get("shortest_edge")),
+             "max_pixels": pre.get("max_pixels", size.get("longest_edge"))}
+    return {k: int(v) for k, v in found.items() if isinstance(v, (int, float))}
+
+
+def _gen_kwargs(cfg: EvaluateConfig) -> str | None:
+    if cfg.temperature <= 0:
+        return None
+    return f"temperature={cfg.temperature},top_p={cfg.top_p},do_sample=True"
+
+
+def evaluate_checkpoint(cfg: EvaluateConfig, target: Target, benchmarks: Sequence[Benchmark],
+                        include_path: Sequence[str], include_defaults: bool) -> list[EvalRow]:
+    """k seeded lmms-eval runs of ``benchmarks`` on ``target.checkpoint``: one row per repeat."""
+    from lmms_eval.evaluator import simple_evaluate
+    from lmms_eval.tasks import TaskManager
+    from tqdm import tqdm
+
+    device = "cpu" if cfg.device_map == "cpu" else "cuda"
+    args = {"pretrained": target.checkpoint, "device_map": cfg.device_map,
+            **checkpoint_pixels(target.checkpoint), **cfg.model_args}
+    model_args = ",".join(f"{k}={v}" for k, v in args.items())
+    manager = TaskManager("WARNING", include_path=list(include_path) or None,
+                          include_defaults=include_defaults, model_name=MODEL)
+    rows: list[EvalRow] = []
+    for repeat in tqdm(range(cfg.repeats), desc=f"evaluate {target.run_id}", unit="repeat"):
+        seed = cfg.seed + repeat
+        result = simple_evaluate(
+            model=MODEL, model_args=model_args, tasks=[b.task for b in benchmarks],
+            task_manager=manager,
+            batch_size=cfg.batch_size, limit=cfg.limit, gen_kwargs=_gen_kwargs(cfg),
+            random_seed=seed, numpy_random_seed=seed, torch_random_seed=seed,
+            fewshot_random_seed=seed, log_samples=False, device=device, verbosity="WARNING")
+        if result is None:
+            raise RuntimeError("lmms-eval returned no results (not the main process?)")
+        for bench in benchmarks:
+            score, n = benchmark_score(result, bench)
+            rows.append(EvalRow(target.run_id, target.model, target.algorithm, target.method,
+                                target.seed, bench.name, repeat, seed, score, n,
+                                target.checkpoint, bench.task, bench.metric))
+    return rows

@@ -1,0 +1,103 @@
+"""Config section ``report``, validated once at the edge (bad keys and values are named)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from itertools import pairwise
+from typing import Any
+
+from vade.config_io import reject_unknown
+
+__all__ = ["ReportConfig", "expected_runs"]
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """What the report shows and how.
+
+    val_metric / grad_norm_metric: names in the runs' ``metrics`` table (or MLflow) for the
+    validation score and the actor gradient norm (verl logs ``actor/grad_norm``; its validation
+    score is ``val-core/<source>/acc/mean@n``: name it here for verl runs).
+    headline_fraction: the share of DAPO's peak validation score VADE must reach (paper: 0.995).
+    paper_comparison: print the paper's numbers beside ours (set it in the paper's config).
+    heatmap_samples: how many items the posterior heatmap shows (drawn with ``seed``).
+    heatmap_run: the run whose posteriors the heatmap shows (default: the first VADE run).
+    difficulty_buckets: inner edges on initial accuracy r/G; 0 and 1 are buckets of their own.
+    benchmarks: column order of the benchmark tables (default: the order found, paper's first).
+    """
+
+    val_metric: str = "val/acc"
+    grad_norm_metric: str = "actor/grad_norm"
+    headline_fraction: float = 0.995
+    paper_comparison: bool = False
+    heatmap_samples: int = 40
+    heatmap_run: str | None = None
+    difficulty_buckets: tuple[float, ...] = (0.25, 0.5, 0.75)
+    benchmarks: tuple[str, ...] | None = None
+    seed: int = 0
+    decimals: int = 2
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> ReportConfig:
+        allowed = {f.name for f in fields(cls)}
+        reject_unknown(values, allowed, "report")
+        v = dict(values)
+        for key in ("val_metric", "grad_norm_metric"):
+            if key in v and (not isinstance(v[key], str) or not v[key]):
+                raise ValueError(f"report.{key} must be a non-empty string, got {v[key]!r}")
+        if "headline_fraction" in v:
+            f = v["headline_fraction"]
+            if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1:
+                raise ValueError(f"report.headline_fraction must be in (0, 1], got {f!r}")
+            v["headline_fraction"] = float(f)
+        if "paper_comparison" in v and not isinstance(v["paper_comparison"], bool):
+            raise ValueError("report.paper_comparison must be true or false, "
+                             f"got {v['paper_comparison']!r}")
+        for key, lo, hi in (("heatmap_samples", 1, 1000), ("seed", 0, 2**32 - 1),
+                            ("decimals", 0, 6)):
+            if key in v and (isinstance(v[key], bool) or not isinstance(v[key], int)
+                             or not lo <= v[key] <= hi):
+                raise ValueError(f"report.{key} must be an integer in [{lo}, {hi}], "
+                                 f"got {v[key]!r}")
+        if v.get("heatmap_run") is not None and not isinstance(v["heatmap_run"], str):
+            raise ValueError(f"report.heatmap_run must be a run id, got {v['heatmap_run']!r}")
+        if "difficulty_buckets" in v:
+            edges = v["difficulty_buckets"]
+            ok = (isinstance(edges, (list, tuple)) and len(edges) > 0
+                  and all(isinstance(e, (int, float)) and not isinstance(e, bool)
+                          and 0 < e < 1 for e in edges)
+                  and all(a < b for a, b in pairwise(edges)))
+            if not ok:
+                raise ValueError("report.difficulty_buckets must be a non-empty increasing list "
+                                 f"of numbers strictly between 0 and 1, got {edges!r}")
+            v["difficulty_buckets"] = tuple(float(e) for e in edges)
+        if v.get("benchmarks") is not None:
+            b = v["benchmarks"]
+            if (not isinstance(b, (list, tuple)) or not b
+                    or not all(isinstance(x, str) and x for x in b) or len(set(b)) != len(b)):
+                raise ValueError(f"report.benchmarks must be a list of distinct names, got {b!r}")
+            v["benchmarks"] = tuple(b)
+        return cls(**v)
+
+
+def expected_runs(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """Run ids an ``experiments`` section asks for (same order as the workflow), plus the base
+    model of each model; empty when the config has no ``experiments`` section."""
+    exp = config.get("experiments")
+    if not exp:
+        return ()
+    try:
+        ids: list[str] = []
+        models: list[str] = []
+        for block in exp["grid"]:
+            for m in block["models"]:
+                models.append(m)
+                for a in block["algorithms"]:
+                    for meth in block["methods"]:
+                        for s in exp["seeds"]:
+                            ids.append(f"{m}-{a}-{meth}-s{s}")
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"experiments section is malformed: missing or bad {exc}") from None
+    ids += [f"{m}-base" for m in models]
+    return tuple(dict.fromkeys(ids))

@@ -1,0 +1,252 @@
+"""Tables 1, 2 and 5, the run inventory and the rollout headline, as Markdown.
+
+Each cell is the seed mean of the runs' average@k scores. A cell none of whose runs has a score
+reads ``missing``; a cell averaged over fewer runs than the row holds carries ``*`` and the row's
+footnote names the runs left out; a partial run's score carries ``†``. Every row ends with the
+run ids its numbers come from, and a paper row cites the paper's table, row and column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vade.report import paper
+from vade.report.collect import Inputs, RunInfo, RunKey
+from vade.report.curves import rollout_ratio
+
+__all__ = ["ABLATIONS", "METHOD_LABELS", "headline", "inventory", "table1", "table2", "table5"]
+
+METHOD_LABELS = {"base": "Base Model", "vanilla": "vanilla", "dapo": "DAPO", "vade": "Ours (VADE)",
+                 "symmetric": "p(1-p)", "greedy": "greedy", "last-update": "last update"}
+MAIN = ("vanilla", "dapo", "vade")
+ABLATIONS = ("symmetric", "greedy", "last-update")
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: float | None
+    used: tuple[str, ...]      # run ids averaged
+    lacking: tuple[str, ...]   # run ids of the row without a score here
+    partial: bool
+
+    def text(self, decimals: int) -> str:
+        if self.value is None:
+            return "missing"
+        return (f"{self.value:.{decimals}f}" + ("*" if self.lacking else "")
+                + ("†" if self.partial else ""))
+
+
+def _md(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    esc = [[str(c).replace("|", "\\|") for c in r] for r in [header, *rows]]
+    lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
+    return "\n".join(lines)
+
+
+def _group(inputs: Inputs, model: str, algorithm: str, method: str) -> list[RunInfo]:
+    return [inputs.runs[k.run_id] for k in inputs.run_keys()
+            if (k.model, k.algorithm, k.method) == (model, algorithm, method)]
+
+
+def _cell(inputs: Inputs, runs: list[RunInfo], benchmark: str) -> Cell:
+    used, lacking, vals, partial = [], [], [], False
+    for r in runs:
+        row = inputs.evals.get((r.key.run_id, benchmark))
+        if row is None or row["score"] is None:
+            lacking.append(r.key.run_id)
+            continue
+        used.append(r.key.run_id)
+        vals.append(float(row["score"]))
+        partial |= r.status != "complete"
+    value = float(np.mean(vals)) if vals else None
+    return Cell(value, tuple(used), tuple(lacking), partial)
+
+
+def _avg(cells: list[Cell]) -> Cell:
+    """AVG over benchmarks: missing if any benchmark is missing (never an average of a subset)."""
+    if not cells or any(c.value is None for c in cells):
+        return Cell(None, (), tuple(sorted({r for c in cells for r in c.lacking})), False)
+    return Cell(float(np.mean([c.value for c in cells])),
+                tuple(sorted({r for c in cells for r in c.used})),
+                tuple(sorted({r for c in cells for r in c.lacking})),
+                any(c.partial for c in cells))
+
+
+def _delta(cell: Cell, ref: Cell | None, decimals: int) -> str:
+    if ref is None or cell.value is None or ref.value is None:
+        return cell.text(decimals)
+    d = cell.value - ref.value
+    mark = "▲" if d > 0 else ("▼" if d < 0 else "=")
+    return f"{cell.text(decimals)} {mark}{d:+.{decimals}f}"
+
+
+def _pairs(inputs: Inputs, methods: Sequence[str]) -> list[tuple[str, str]]:
+    return sorted({(k.model, k.algorithm) for k in inputs.run_keys() if k.method in methods})
+
+
+def _footnotes(rows: list[tuple[str, list[Cell]]]) -> list[str]:
+    out = []
+    for label, cells in rows:
+        lacking = sorted({r for c in cells for r in c.lacking})
+        if lacking and any(c.value is not None for c in cells):
+            out.append(f"- \\* {label}: no score from {', '.join(lacking)} in some cells")
+    return out
+
+
+def _benchmark_table(inputs: Inputs, title: str, methods: Sequence[str], reference: str,
+                     paper_table: dict | None, decimals: int, with_base: bool) -> str:
+    cols = list(inputs.benchmarks) + ["AVG"]
+    header = ["Model", "Algo.", "Method", *cols, "runs"]
+    body: list[list[str]] = []
+    notes: list[tuple[str, list[Cell]]] = []
+    pairs = _pairs(inputs, methods)
+    if not pairs:
+        return f"### {title}\n\nNo runs of methods {', '.join(methods)} were found or expected.\n"
+    for model in sorted({m for m, _ in pairs}):
+        rows_spec = [("", "base")] if with_base else []
+        rows_spec += [(a, m) for mm, a in pairs if mm == model for m in methods]
+        ref_cells: dict[str, list[Cell]] = {}
+        for algo, method in rows_spec:
+            runs = _group(inputs, model, algo, method)
+            if not runs:
+                if method == "base":
+                    runs = [RunInfo(RunKey(model, "", "base", -1, f"{model}-base"), "missing")]
+                else:
+                    continue
+            cells = [_cell(inputs, runs, b) for b in inputs.benchmarks]
+            cells.append(_avg(cells))
+            if method == reference:
+                ref_cells[algo] = cells
+            ref = ref_cells.get(algo) if method != reference and method != "base" else None
+            texts = [_delta(c, ref[i] if ref else None, decimals) for i, c in enumerate(cells)]
+            ids = ", ".join(r.key.run_id + ("" if r.status == "complete" else f" ({r.status})")
+                            for r in runs)
+            body.append([model, algo.upper() or "-", METHOD_LABELS[method], *texts, ids])
+            notes.append((f"{model} {algo.upper()} {METHOD_LABELS[method]}".replace("  ", " "),
+                          cells))
+            if paper_table is not None:
+                pv = [paper.paper_value(paper_table, model, algo, method, c) for c in cols]
+                if any(v is not None for v in pv):
+                    src = next(v for v in pv if v is not None)
+                    body.append(["", "", "↳ paper", *[f"{v.value:.2f}" if v else "-" for v in pv],
+                                 f"paper {src.table}, row '{src.row}'"])
+    out = [f"### {title}", "", _md(header, body), ""]
+    out.append(f"Cells: mean over seeds of average@k (percent); ▲/▼ = difference to "
+               f"{METHOD_LABELS[reference]} of the same model and algorithm; 'missing' = no "
+               "score; * = averaged over fewer runs than the row lists; † = from a partial run.")
+    out += [""] + _footnotes(notes) if _footnotes(notes) else []
+    return "\n".join(out) + "\n"
+
+
+def table1(inputs: Inputs, decimals: int = 2, compare_paper: bool = False) -> str:
+    return _benchmark_table(inputs, "Table 1: benchmarks x methods", MAIN, "vanilla",
+                            paper.TABLE1 if compare_paper else None, decimals, with_base=True)
+
+
+def table5(inputs: Inputs, decimals: int = 2, compare_paper: bool = False) -> str:
+    return _benchmark_table(inputs, "Table 5: ablations on every benchmark",
+                            ("vade", *ABLATIONS), "vade",
+                            paper.TABLE5 if compare_paper else None, decimals, with_base=False)
+
+
+def table2(inputs: Inputs, decimals: int = 2, compare_paper: bool = False) -> str:
+    pairs = [p for p in _pairs(inputs, ABLATIONS)]
+    if not pairs:
+        return ("### Table 2: ablations (average)\n\nNo ablation runs "
+                f"({', '.join(ABLATIONS)}) were found or expected.\n")
+    header = ["Model", "Algo.", "Method", "AVG", "Δ vs Ours", "runs"]
+    if compare_paper:
+        header[5:5] = ["paper AVG", "paper Δ"]
+    body = []
+    for model, algo in pairs:
+        ref_val = None
+        ref_paper = paper.paper_value(paper.TABLE2, model, algo, "vade", "AVG")
+        for method in ("vade", *ABLATIONS):
+            runs = _group(inputs, model, algo, method)
+            if not runs:
+                continue
+            avg = _avg([_cell(inputs, runs, b) for b in inputs.benchmarks])
+            if method == "vade":
+                ref_val = avg.value
+            delta = ("-" if method == "vade" or ref_val is None or avg.value is None
+                     else f"{avg.value - ref_val:+.{decimals}f}")
+            row = [model, algo.upper(), METHOD_LABELS[method], avg.text(decimals), delta]
+            if compare_paper:
+                pv = paper.paper_value(paper.TABLE2, model, algo, method, "AVG")
+                row += [f"{pv.value:.2f}" if pv else "-",
+                        f"{pv.value - ref_paper.value:+.2f}" if pv and ref_paper
+                        and method != "vade" else "-"]
+            row.append(", ".join(r.key.run_id + ("" if r.status == "complete"
+                                                 else f" ({r.status})") for r in runs))
+            body.append(row)
+    note = ("AVG = mean over benchmarks of the seed-mean average@k; Δ in percentage points "
+            "(the paper prints these as %).")
+    if compare_paper:
+        note += " Paper values: paper Table 2, column 'AVG' (Qwen2.5-VL-7B-Instruct, GRPO)."
+    return "\n".join(["### Table 2: ablations (average)", "", _md(header, body), "", note]) + "\n"
+
+
+def inventory(inputs: Inputs) -> str:
+    header = ["run", "model", "algo.", "method", "seed", "status", "last step",
+              "evaluated benchmarks (k)", "metrics"]
+    body = []
+    for key in inputs.run_keys():
+        info = inputs.runs[key.run_id]
+        ev = [f"{b} ({inputs.evals[(key.run_id, b)]['k']})" for b in inputs.benchmarks
+              if (key.run_id, b) in inputs.evals]
+        metrics = ", ".join(f"{n} [{c.source}]" for n, c in sorted(info.curves.items())
+                            if n not in ("effective_ratio", "rollouts_cumulative"))
+        body.append([key.run_id, key.model, key.algorithm.upper() or "-",
+                     METHOD_LABELS.get(key.method, key.method),
+                     "-" if key.seed < 0 else str(key.seed), info.status,
+                     str(info.last_step) if info.path else "-", ", ".join(ev) or "none",
+                     metrics or "-"])
+    return "\n".join(["## Runs", "", _md(header, body), ""]) + "\n"
+
+
+def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2) -> str:
+    """Per (model, algorithm, seed): rollouts VADE needs to reach ``fraction`` of DAPO's peak."""
+    header = ["Model", "Algo.", "seed", "DAPO peak", "target", "DAPO rollouts to peak",
+              "DAPO rollouts to target", "VADE rollouts to target", "ratio (VADE / DAPO peak)",
+              "runs"]
+    body = []
+    keys = inputs.run_keys()
+    for model, algo in _pairs(inputs, ("dapo", "vade")):
+        seeds = sorted({k.seed for k in keys if (k.model, k.algorithm) == (model, algo)
+                        and k.method in ("dapo", "vade")})
+        for seed in seeds:
+            d = inputs.runs.get(f"{model}-{algo}-dapo-s{seed}")
+            v = inputs.runs.get(f"{model}-{algo}-vade-s{seed}")
+            ids = [f"{model}-{algo}-{m}-s{seed}" for m in ("dapo", "vade")]
+            dc = d.curves.get(val_metric) if d else None
+            vc = v.curves.get(val_metric) if v else None
+            why = [f"{rid}: {'no run' if info is None else info.status}, no '{val_metric}' curve"
+                   for rid, info, c in zip(ids, (d, v), (dc, vc)) if c is None]
+            if dc is not None and np.isnan(dc.rollouts).all():
+                why.append(f"{ids[0]}: no cumulative rollouts")
+            if why:
+                body.append([model, algo.upper(), str(seed), *["missing"] * 6, "; ".join(why)])
+                continue
+            r = rollout_ratio(dc.rollouts, dc.value, vc.rollouts, vc.value, fraction)
+            f = f"{{:.{decimals + 1}f}}"  # scores in [0, 1]: one more digit shows the target
+            reach = (f"{r.vade_rollouts_to_target:.0f}" if r.reached
+                     else f"never reached (best {f.format(r.vade_best)})")
+            body.append([model, algo.upper(), str(seed), f.format(r.dapo_peak),
+                         f.format(r.target), f"{r.dapo_rollouts_to_peak:.0f}",
+                         f"{r.dapo_rollouts_to_target:.0f}", reach,
+                         f"{r.ratio:.3f}" if r.ratio is not None else "never reached",
+                         ", ".join(i + ("" if inputs.runs[i].status == "complete"
+                                        else f" ({inputs.runs[i].status})") for i in ids)])
+    text = [f"## Headline: rollouts to {fraction * 100:g}% of DAPO's peak validation score", ""]
+    if not body:
+        text.append("No DAPO or VADE runs were found or expected.")
+    else:
+        text += [_md(header, body), "",
+                 (f"Validation metric '{val_metric}'; rollouts are cumulative generated "
+                  "rollouts (DAPO counts the ones it filtered out). A curve 'reaches' the target "
+                  "at its first validation point at or above it (no interpolation). Paper: "
+                  "about 1/3 (Section 4.3).")]
+    return "\n".join(text) + "\n"

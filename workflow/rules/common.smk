@@ -182,5 +182,6 @@ def report_inputs(wc):
         "evals": [f"{RESULTS}/eval/{r}.duckdb" for r in runs]
         + [f"{RESULTS}/eval/{m}-base.duckdb" for m in bases],
         "samples": f"{DATA}/samples.duckdb",
-        "code": sources("vade/report", "vade/store"),
+        "difficulty": [f"{RESULTS}/difficulty/{m}/initial.parquet" for m in bases],
+        "code": sources("vade/report", "vade/store", "vade/eval/store.py"),
     }

@@ -14,7 +14,9 @@ rule report:
             category="Figures",
         ),
     params:
-        cfg=as_json({"name": NAME, "report": config["report"]}),
+        cfg=as_json(
+            {"name": NAME, "report": config["report"], "experiments": config["experiments"]}
+        ),
         runs=f"{RESULTS}/runs",
         evals=f"{RESULTS}/eval",
         out=lambda wc, output: Path(output.md).parent,
@@ -27,4 +29,5 @@ rule report:
     shell:
         "python -m vade report --config-json {params.cfg:q} --runs {params.runs}"
         " --evals {params.evals}"
-        " --samples {input.samples} --out {params.out} > {log} 2>&1"
+        " --samples {input.samples} --difficulty {input.difficulty} --out {params.out}"
+        " > {log} 2>&1"

@@ -1,0 +1,117 @@
+"""Open one source as a ``datasets.Dataset``: local files first, then a datasets cache, then the hub.
+
+Offline machines (this one) cannot reach the hub, so the builder reads a local copy laid out like
+the hub repository (what ``huggingface-cli download --local-dir`` produces):
+``<local_dir>/<repo>/<config>/train-*.parquet`` (LLaVA-OneVision) or
+``<local_dir>/<repo>/data/train-*.parquet`` (ChartQA, ScienceQA); a ``save_to_disk`` folder at
+``<local_dir>/<repo>[/<config>]`` works too. When nothing is found the error says what to download
+and where to put it. Images are read undecoded (``Image(decode=False)``) so the builder validates
+and keeps the original bytes itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from vade.data.sources import SourceSpec
+
+__all__ = ["download_hint", "load_source", "local_root"]
+
+_SNAPSHOT = re.compile(r"snapshots/([0-9a-f]{40})/")
+
+
+def local_root(spec: SourceSpec, local_dir: str | Path) -> Path:
+    root = Path(local_dir) / spec.repo
+    return root / spec.config if spec.config else root
+
+
+def download_hint(spec: SourceSpec, local_dir: str | None) -> str:
+    where = local_dir or "<data.paper.local_dir>"
+    include = f" --include '{spec.config}/*'" if spec.config else " --include 'data/*'"
+    return (f"download it on a machine with network access: `huggingface-cli download {spec.repo} "
+            f"--repo-type dataset{include} --local-dir {where}/{spec.repo}` and copy the folder "
+            f"here (then set data.paper.local_dir), or point data.paper.cache_dir at a datasets "
+            f"cache holding load_dataset({spec.repo!r}"
+            + (f", {spec.config!r}" if spec.config else "") + f", split={spec.split!r})")
+
+
+def _split_files(root: Path, split: str) -> list[Path]:
+    files = sorted(p for p in root.rglob("*.parquet")
+                   if p.name.startswith(split) or p.parent.name == split)
+    return files
+
+
+def _undecoded(ds: Any) -> Any:
+    """Image columns as {bytes, path} dicts (no PIL decode): the builder checks them itself."""
+    import datasets
+
+    for name, feature in ds.features.items():
+        if isinstance(feature, datasets.Image) and feature.decode:
+            ds = ds.cast_column(name, datasets.Image(decode=False))
+    return ds
+
+
+def _files_digest(files: list[Path]) -> str:
+    """A revision for local copies: sha256 over file names, sizes and contents."""
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f"{f.name}:{f.stat().st_size}\n".encode())
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return "sha256:" + h.hexdigest()
+
+
+def _revision_of(files: list[Path]) -> str:
+    for f in files:
+        m = _SNAPSHOT.search(str(f.resolve()))
+        if m:
+            return m.group(1)
+    return _files_digest(files)
+
+
+def load_source(spec: SourceSpec, *, local_dir: str | None, cache_dir: str | None,
+                use_hub: bool) -> tuple[Any, dict[str, Any]]:
+    """(dataset with undecoded images, provenance dict for the manifest)."""
+    import datasets
+
+    tried: list[str] = []
+    if local_dir:
+        root = local_root(spec, local_dir)
+        if root.is_dir():
+            if (root / "state.json").is_file() or (root / "dataset_dict.json").is_file():
+                ds = datasets.load_from_disk(str(root))
+                if isinstance(ds, datasets.DatasetDict):
+                    if spec.split not in ds:
+                        raise FileNotFoundError(f"{spec.label}: {root} holds splits "
+                                                f"{sorted(ds)}, not {spec.split!r}")
+                    ds = ds[spec.split]
+                files = sorted(root.rglob("*.arrow"))
+                return _undecoded(ds), {"origin": "local_dir", "path": str(root),
+                                        "revision": _revision_of(files)}
+            files = _split_files(root, spec.split)
+            if files:
+                ds = datasets.load_dataset("parquet", data_files=[str(f) for f in files],
+                                           split="train", cache_dir=cache_dir)
+                return _undecoded(ds), {"origin": "local_dir", "path": str(root),
+                                        "files": [str(f.relative_to(root)) for f in files],
+                                        "revision": _revision_of(files)}
+            tried.append(f"{root} has no '{spec.split}*.parquet' file or save_to_disk folder")
+        else:
+            tried.append(f"no folder {root}")
+    if cache_dir or use_hub:
+        try:
+            ds = datasets.load_dataset(spec.repo, spec.config, split=spec.split,
+                                       cache_dir=cache_dir)
+        except Exception as exc:  # noqa: BLE001  (offline/missing cache: several types)
+            tried.append(f"load_dataset failed ({type(exc).__name__}: {str(exc)[:200]})")
+        else:
+            files = [Path(f["filename"]) for f in getattr(ds, "cache_files", []) or []]
+            return _undecoded(ds), {"origin": "hub" if use_hub else "cache",
+                                    "revision": _revision_of(files) if files else "unknown"}
+    tried_text = "; ".join(tried) or "no data.paper.local_dir or cache_dir configured"
+    raise FileNotFoundError(f"source {spec.label} (task {spec.task}) not found: {tried_text}. "
+                            + download_hint(spec, local_dir))

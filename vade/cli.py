@@ -18,12 +18,17 @@ from vade import __version__
 # verb -> (module, one-line help); nested verbs (``vade bench sampler``) live in their module.
 COMMANDS: dict[str, tuple[str, str]] = {
     "sql": ("vade.store.sql_command", "run a read-only SQL query on run histories"),
+    "build-data": ("vade.data.command", "build the training data (synthetic or the paper's set)"),
     "bench": ("vade.bench.command", "measure speed and memory (prints a table, writes JSON)"),
     "simulate": ("vade.simulate.command", "compare samplers on a simulated bandit"),
     "demo": ("vade.demo", "a short end-to-end demonstration on this machine"),
     "evaluate": ("vade.eval.command", "average@k of a checkpoint with lmms-eval"),
     "judge": ("vade.eval.judge_command", "serve or wait for the LLM judge endpoint"),
     "report": ("vade.report.command", "tables, figures and headline as Markdown + PNG"),
+    "build-model": ("vade.models.command",
+                    "build and warm-start the tiny policy, or point to a pretrained one"),
+    "init-difficulty": ("vade.rollout.command",
+                        "G rollouts per training sample: the sampler's initial alpha/beta"),
     "train": ("vade.train.command", "one RL run (GRPO/GSPO, vanilla/DAPO/VADE), local CPU or verl"),
 }
 

@@ -1,0 +1,158 @@
+"""The ``model`` config section as typed, validated objects (one place that knows its keys).
+
+Two kinds: ``tiny`` builds a Qwen2.5-VL-architecture model from scratch (tokenizer, processor,
+weights) and warm-starts it on the synthetic ``warmstart`` split, the CPU stand-in for an Instruct
+checkpoint; ``pretrained`` names an existing checkpoint (HF id or local folder) and builds nothing.
+
+Defaults are the sizes measured in ``shared/notes/tiny-rl.md`` (0.95M parameters learned the bar
+task in ~200 SFT steps at lr 2e-3 on one thread). Ranges are checked here, once, so a bad value
+fails before any work starts and the message names the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from vade.config_io import reject_unknown
+
+__all__ = ["ModelConfig", "TinyArchConfig", "WarmStartConfig", "model_config_from_section"]
+
+MODEL_KINDS = ("tiny", "pretrained")
+
+
+def _check_int(where: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValueError(f"config key '{where}' must be an integer in [{lo}, {hi}], got {value!r}")
+    return value
+
+
+def _check_float(where: str, value: Any, lo: float, hi: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+        raise ValueError(f"config key '{where}' must be a number in [{lo}, {hi}], got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class TinyArchConfig:
+    """Architecture of the tiny Qwen2.5-VL (``model.tiny``)."""
+
+    hidden_size: int = 128
+    num_layers: int = 4
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    intermediate_size: int = 256
+    mrope_section: tuple[int, ...] = (4, 6, 6)
+    vision_hidden_size: int = 64
+    vision_depth: int = 2
+    vision_heads: int = 2
+    vision_intermediate_size: int = 128
+    patch_size: int = 14
+    spatial_merge_size: int = 2
+    # The processor's pixel budget: 56x56 images map to 4x4 patches -> 4 image tokens.
+    min_pixels: int = 56 * 56
+    max_pixels: int = 112 * 112
+    # Upper bound on the byte-level BPE vocabulary (training stops earlier on a small corpus).
+    vocab_size: int = 512
+    max_position_embeddings: int = 1024
+
+    def __post_init__(self) -> None:
+        w = "model.tiny."
+        _check_int(w + "hidden_size", self.hidden_size, 8, 8192)
+        _check_int(w + "num_layers", self.num_layers, 1, 128)
+        _check_int(w + "num_heads", self.num_heads, 1, 128)
+        _check_int(w + "num_kv_heads", self.num_kv_heads, 1, 128)
+        _check_int(w + "intermediate_size", self.intermediate_size, 8, 65536)
+        _check_int(w + "vision_hidden_size", self.vision_hidden_size, 8, 8192)
+        _check_int(w + "vision_depth", self.vision_depth, 1, 64)
+        _check_int(w + "vision_heads", self.vision_heads, 1, 64)
+        _check_int(w + "vision_intermediate_size", self.vision_intermediate_size, 8, 65536)
+        _check_int(w + "patch_size", self.patch_size, 2, 64)
+        _check_int(w + "spatial_merge_size", self.spatial_merge_size, 1, 8)
+        _check_int(w + "vocab_size", self.vocab_size, 300, 200_000)
+        _check_int(w + "max_position_embeddings", self.max_position_embeddings, 64, 1 << 20)
+        if self.hidden_size % self.num_heads:
+            raise ValueError(f"config key '{w}hidden_size' ({self.hidden_size}) must be divisible "
+                             f"by '{w}num_heads' ({self.num_heads})")
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"config key '{w}num_kv_heads' ({self.num_kv_heads}) must divide "
+                             f"'{w}num_heads' ({self.num_heads})")
+        if self.vision_hidden_size % self.vision_heads:
+            raise ValueError(f"config key '{w}vision_heads' must divide '{w}vision_hidden_size'")
+        head_dim = self.hidden_size // self.num_heads
+        sec = tuple(self.mrope_section)
+        if len(sec) != 3 or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sec):
+            raise ValueError(f"config key '{w}mrope_section' must be 3 positive integers, got {sec!r}")
+        if sum(sec) * 2 != head_dim:
+            raise ValueError(f"config key '{w}mrope_section' must sum to head_dim/2 = {head_dim // 2}"
+                             f" (hidden_size/num_heads/2), got sum {sum(sec)}")
+        object.__setattr__(self, "mrope_section", sec)
+        factor = self.patch_size * self.spatial_merge_size
+        _check_int(w + "min_pixels", self.min_pixels, factor * factor, 1 << 26)
+        _check_int(w + "max_pixels", self.max_pixels, self.min_pixels, 1 << 26)
+
+
+@dataclass(frozen=True)
+class WarmStartConfig:
+    """Supervised warm start of the tiny model (``model.warm_start``); steps 0 skips it."""
+
+    steps: int = 200
+    lr: float = 2e-3
+    batch_size: int = 64
+    weight_decay: float = 0.0
+    warmup_steps: int = 10
+    # Held-out share of warmstart.parquet used to report the accuracy after the warm start.
+    eval_fraction: float = 0.1
+
+    def __post_init__(self) -> None:
+        w = "model.warm_start."
+        _check_int(w + "steps", self.steps, 0, 1_000_000)
+        _check_float(w + "lr", self.lr, 1e-8, 1.0)
+        _check_int(w + "batch_size", self.batch_size, 1, 65536)
+        _check_float(w + "weight_decay", self.weight_decay, 0.0, 10.0)
+        _check_int(w + "warmup_steps", self.warmup_steps, 0, 1_000_000)
+        _check_float(w + "eval_fraction", self.eval_fraction, 0.0, 0.5)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The ``model`` section: what policy the pipeline starts from."""
+
+    kind: str = "tiny"
+    name_or_path: str | None = None
+    threads: int = 1  # torch threads on CPU (tiny-rl.md: 1 thread ~5x faster beside other work)
+    tiny: TinyArchConfig = field(default_factory=TinyArchConfig)
+    warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
+
+    def __post_init__(self) -> None:
+        if self.kind not in MODEL_KINDS:
+            raise ValueError(f"config key 'model.kind' must be one of {MODEL_KINDS}, got {self.kind!r}")
+        if self.kind == "pretrained" and not self.name_or_path:
+            raise ValueError("config key 'model.name_or_path' is required when model.kind is "
+                             "'pretrained' (an HF id such as Qwen/Qwen2.5-VL-3B-Instruct or a folder)")
+        _check_int("model.threads", self.threads, 0, 1024)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["tiny"]["mrope_section"] = list(self.tiny.mrope_section)
+        return d
+
+
+def _sub(values: Mapping[str, Any], cls: type, where: str) -> Any:
+    if values is None:
+        return cls()
+    if not isinstance(values, Mapping):
+        raise ValueError(f"config key '{where}' must be a mapping, "  # noqa: TRY004 (config error)
+                         f"got {type(values).__name__}")
+    reject_unknown(values, {f.name for f in fields(cls)}, where)
+    return cls(**dict(values))
+
+
+def model_config_from_section(values: Mapping[str, Any]) -> ModelConfig:
+    """Validate the ``model`` section (unknown keys and bad ranges raise ValueError)."""
+    values = dict(values or {})
+    reject_unknown(values, {f.name for f in fields(ModelConfig)}, "model")
+    tiny = _sub(values.pop("tiny", None), TinyArchConfig, "model.tiny")
+    warm = _sub(values.pop("warm_start", None), WarmStartConfig, "model.warm_start")
+    return ModelConfig(tiny=tiny, warm_start=warm, **values)

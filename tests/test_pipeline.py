@@ -1,8 +1,10 @@
 """The whole tiny pipeline, end to end through Snakemake on CPU, then its rerun behaviour.
 
-One module-scoped run of ``config/tiny.yaml`` in a scratch working directory (the repository's own
-data/, results/ and reports/ are never touched): data -> tiny model -> initial difficulty ->
-6 training runs -> 7 evaluations -> report, plus the sampler lab. Then, against that completed run:
+One module-scoped run of ``config/tiny.yaml`` at smoke scale (the same stages, models, methods and
+algorithms; fewer rows, warm-start and training steps, so CI stays well inside its time) in a
+scratch working directory (the repository's own data/, results/ and reports/ are never touched):
+data -> tiny model -> initial difficulty -> 6 training runs -> 7 evaluations -> report, plus the
+sampler lab. Then, against that completed run:
 nothing to do when nothing changed; a changed VADE lambda reruns only the VADE runs and what depends
 on them, with Snakemake's reason; a changed evaluation setting reruns no training.
 """
@@ -39,8 +41,17 @@ def snakemake(workdir: Path, *args: str, timeout: int = 3600) -> subprocess.Comp
          str(workdir), *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def smoke_scale(cfg: dict) -> None:
+    cfg["data"]["synthetic"].update(train=96, val=16, warmstart=256, eval=8)
+    cfg["models"]["tiny"]["warm_start"].update(steps=20)
+    cfg["train"].update(steps=4, batch_size=8, val_every=2, checkpoint_every=2)
+    cfg["evaluate"].update(repeats=1)
+    cfg["simulate"]["quick"] = True
+
+
 def write_config(workdir: Path, name: str, edit=None) -> Path:
     cfg = yaml.safe_load((ROOT / "config" / "tiny.yaml").read_text())
+    smoke_scale(cfg)
     if edit is not None:
         edit(cfg)
     path = workdir / "config" / name
@@ -52,7 +63,8 @@ def write_config(workdir: Path, name: str, edit=None) -> Path:
 def completed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     workdir = tmp_path_factory.mktemp("pipeline")
     shutil.copytree(ROOT / "config", workdir / "config")
-    proc = snakemake(workdir, "--cores", "2", "--configfile", "config/tiny.yaml")
+    write_config(workdir, "smoke.yaml")
+    proc = snakemake(workdir, "--cores", "2", "--configfile", "config/smoke.yaml")
     if proc.returncode != 0:
         logs = "\n".join(f"== {p}\n{p.read_text()[-3000:]}"
                          for p in sorted((workdir / "logs").rglob("*.log")))
@@ -88,7 +100,7 @@ def test_pipeline_writes_every_stage(completed: Path) -> None:
 
 
 def test_nothing_to_do_when_nothing_changed(completed: Path) -> None:
-    proc = snakemake(completed, "-n", "--configfile", "config/tiny.yaml")
+    proc = snakemake(completed, "-n", "--configfile", "config/smoke.yaml")
     assert proc.returncode == 0, proc.stderr
     assert scheduled(proc) == {}
 

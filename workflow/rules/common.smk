@@ -114,6 +114,11 @@ def engine_env(gpu_stack):
     return "../../envs/train-verl.yaml" if gpu_stack else "../../envs/cpu.yaml"
 
 
+def data_section():
+    """The `data` section as `vade build-data` reads it (`skip_invalid` is a command-line flag)."""
+    return {k: v for k, v in config["data"].items() if k != "skip_invalid"}
+
+
 def data_outputs():
     """What build-data writes; the synthetic set adds a warm-start split and held-out eval sets."""
     out = {

@@ -8,7 +8,7 @@ rule build_data:
     output:
         **data_outputs(),
     params:
-        cfg=as_json({"seed": config["seed"], "data": config["data"]}),
+        cfg=as_json({"seed": config["seed"], "data": data_section()}),
         out=lambda wc, output: Path(output.train).parent,
         skip_invalid="--skip-invalid" if config["data"].get("skip_invalid") else "",
     log:

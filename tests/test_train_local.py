@@ -1,0 +1,197 @@
+"""The local trainer's loop with the toy policy (milliseconds per step): updates, sampler state,
+DuckDB + MLflow logging, DAPO refills, checkpoint/resume equivalence, errors before any work.
+
+The real tiny Qwen2.5-VL runs in ``tests/test_train_tiny_vlm.py``; the toy exercises the same
+loop, loss, optimizer, sampler, store and checkpoint code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from vade.train.config import TrainConfig
+from vade.train.local import RunPaths, train_local
+from vade.train.local.toy import ToyPolicy
+
+torch.set_num_threads(1)
+N_TRAIN, G = 48, 8
+
+
+def _write_split(path: Path, n: int, split: str, seed: int, start: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        gt = "ABCD"[rng.integers(4)]
+        rows.append({
+            "data_source": "synthetic/bars",
+            "prompt": [{"role": "user", "content": "<image>Which bar is tallest?"}],
+            "images": [], "ability": "chart",
+            "reward_model": {"style": "rule", "ground_truth": gt},
+            "extra_info": {"split": split, "index": start + i, "uid": f"u{start + i}",
+                           "task": "bars", "domain": "chart", "answer_type": "choice"},
+        })
+    pq.write_table(pa.Table.from_pylist(rows), path)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("data")
+    _write_split(d / "train.parquet", N_TRAIN, "train", 0)
+    _write_split(d / "val.parquet", 12, "val", 1, start=1000)
+    r = np.random.default_rng(2).integers(0, G + 1, N_TRAIN)
+    pq.write_table(pa.table({"sample_id": np.arange(N_TRAIN, dtype=np.int64), "correct": r,
+                             "rollouts": np.full(N_TRAIN, G)}), d / "initial.parquet")
+    return d
+
+
+def _cfg(tmp_path: Path, **train) -> TrainConfig:
+    base = {"batch_size": 6, "steps": 6, "lr": 0.05, "val_every": 3, "checkpoint_every": 2,
+            "keep_checkpoints": 5}
+    return TrainConfig.from_config({"name": "toy", "train": {**base, **train},
+                                    "sampler": {"snapshot_every": 2},
+                                    "tracking": {"mlflow_uri": f"sqlite:///{tmp_path}/ml.db"}})
+
+
+def _paths(data: Path, out: Path) -> RunPaths:
+    return RunPaths(data, "toy", out, data / "initial.parquet")
+
+
+def _tables(path: Path) -> dict[str, list]:
+    """What must be equal after a resume (timings excluded: they are wall clock)."""
+    con = duckdb.connect(str(path), read_only=True)
+    out = {
+        "steps": con.execute("SELECT step, n_selected, effective_ratio, mean_accuracy, rollouts"
+                             " FROM steps ORDER BY step").fetchall(),
+        "events": con.execute("SELECT * FROM events ORDER BY step, sample_id").fetchall(),
+        "metrics": con.execute("SELECT step, name, value FROM metrics WHERE name NOT LIKE"
+                               " 'timing_s/%' AND name <> 'vade/sampler_seconds'"
+                               " ORDER BY step, name").fetchall(),
+        "snapshots": con.execute("SELECT * FROM snapshots ORDER BY step, sample_id").fetchall(),
+    }
+    con.close()
+    return out
+
+
+def test_steps_update_weights_sampler_and_log_everything(data, tmp_path):
+    cfg = _cfg(tmp_path, steps=3, checkpoint_every=0)
+    out = tmp_path / "toy-grpo-vade-s0"
+    start = ToyPolicy(cfg).model.emb.detach().clone()
+    done = train_local(cfg, _paths(data, out), progress=False, load_policy=ToyPolicy.load)
+    assert json.loads((out / "done.json").read_text())["steps"] == 3
+    assert done["rollouts_cumulative"] == 3 * 6 * G
+    trained = torch.load(out / "final" / "toy.pt")["emb"]
+    assert not torch.equal(trained, start)
+    con = duckdb.connect(str(out / "history.duckdb"), read_only=True)
+    # eq. 5 on the selected samples: alpha <- 0.2 alpha + r, beta <- 0.2 beta + G - r
+    ev = np.array(con.execute("SELECT alpha_before, beta_before, correct, alpha_after,"
+                              " beta_after FROM events").fetchall())
+    np.testing.assert_allclose(ev[:, 3], 0.2 * ev[:, 0] + ev[:, 2])
+    np.testing.assert_allclose(ev[:, 4], 0.2 * ev[:, 1] + G - ev[:, 2])
+    # trained rows are exactly the samples whose embedding rows moved (and only informative
+    # groups carry a policy gradient; the KL term moves nothing at the start: policy == ref)
+    eff = con.execute("SELECT step, effective_ratio FROM steps ORDER BY step").fetchall()
+    assert [s for s, _ in eff] == [1, 2, 3]
+    names = {r[0] for r in con.execute("SELECT DISTINCT name FROM metrics").fetchall()}
+    assert {"vade/effective_ratio", "vade/rollouts_cumulative", "critic/score/mean",
+            "actor/grad_norm", "actor/loss", "actor/kl_loss", "vade/sampler_seconds",
+            "val/acc"} <= names
+    con.close()
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=cfg.tracking.mlflow_uri)
+    run = client.get_run(done["mlflow_run_id"])
+    assert run.info.run_name == "toy-grpo-vade-s0" and run.info.status == "FINISHED"
+    assert run.data.params["train.method"] == "vade" and "code_version" in run.data.tags
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "val/acc")] == [0, 3]
+
+
+def test_resume_after_a_crash_equals_an_uninterrupted_run(data, tmp_path):
+    cfg = _cfg(tmp_path)
+    whole = tmp_path / "a" / "toy-grpo-vade-s0"
+    train_local(cfg, _paths(data, whole), progress=False, load_policy=ToyPolicy.load)
+    cut = tmp_path / "b" / "toy-grpo-vade-s0"
+    with pytest.raises(RuntimeError, match="simulated crash after step 5"):
+        train_local(cfg, _paths(data, cut), progress=False, load_policy=ToyPolicy.load,
+                    crash_after_step=5)  # step 5 is logged, the newest checkpoint is step 4
+    assert not (cut / "done.json").exists()
+    assert duckdb.connect(str(cut / "history.duckdb"), read_only=True).execute(
+        "SELECT max(step) FROM steps").fetchone()[0] == 5
+    done = train_local(cfg, _paths(data, cut), progress=False, load_policy=ToyPolicy.load)
+    a, b = _tables(whole / "history.duckdb"), _tables(cut / "history.duckdb")
+    assert [s[0] for s in b["steps"]] == [1, 2, 3, 4, 5, 6]  # none duplicated, none missing
+    for table in a:
+        assert a[table] == b[table], table
+    assert torch.equal(torch.load(whole / "final" / "toy.pt")["emb"],
+                       torch.load(cut / "final" / "toy.pt")["emb"])
+    assert done["rollouts_cumulative"] == 6 * 6 * G
+    from mlflow.tracking import MlflowClient
+
+    hist = MlflowClient(tracking_uri=cfg.tracking.mlflow_uri).get_metric_history(
+        done["mlflow_run_id"], "vade/effective_ratio")
+    assert sorted(m.step for m in hist) == [1, 2, 3, 4, 5, 6]  # step 5 not logged twice
+
+
+def test_dapo_refills_counts_all_rollouts_and_observes_kept_groups(data, tmp_path):
+    cfg = _cfg(tmp_path, method="dapo", steps=4, checkpoint_every=0)
+    out = tmp_path / "toy-grpo-dapo-s0"
+    done = train_local(cfg, _paths(data, out), progress=False, load_policy=ToyPolicy.load)
+    con = duckdb.connect(str(out / "history.duckdb"), read_only=True)
+    steps = con.execute("SELECT step, n_selected, effective_ratio, rollouts FROM steps"
+                        " ORDER BY step").fetchall()
+    gen = dict(con.execute("SELECT step, value FROM metrics WHERE name ="
+                           " 'dapo/num_gen_batches'").fetchall())
+    assert all(eff == 1.0 for _, _, eff, _ in steps)   # only informative groups are observed
+    assert all(r <= 3 * 6 * G for *_, r in steps)        # the cap: 3 x B x G per step
+    assert any(gen[s] > 1 for s in gen)                   # it did regenerate
+    assert done["rollouts_cumulative"] == sum(r for *_, r in steps) > 4 * 6 * G
+    assert con.execute("SELECT count(*) FROM events WHERE correct = 0 OR correct = 8"
+                       ).fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("train,match", [
+    ({"batch_size": 64}, "train.batch_size = 64 exceeds the 48 training rows"),
+    ({"method": "ppo"}, "train.method"),
+    ({"rollouts_per_prompt": 1}, "train.rollouts_per_prompt"),
+])
+def test_bad_config_fails_before_any_work(data, tmp_path, train, match):
+    loaded = []
+
+    def never(path, cfg):
+        loaded.append(path)
+        raise AssertionError("the model must not be loaded")
+
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match=match):
+        cfg = _cfg(tmp_path, **train)
+        train_local(cfg, _paths(data, out), progress=False, load_policy=never)
+    assert not loaded and not out.exists()
+
+
+def test_missing_or_foreign_difficulty_is_named(data, tmp_path):
+    cfg = _cfg(tmp_path)
+    bad = tmp_path / "initial.parquet"
+    pq.write_table(pa.table({"sample_id": np.arange(10, dtype=np.int64),
+                             "correct": np.zeros(10), "rollouts": np.full(10, 8)}), bad)
+    with pytest.raises(ValueError, match="no initial difficulty for sample_id 10"):
+        train_local(cfg, RunPaths(data, "toy", tmp_path / "r", bad), progress=False,
+                    load_policy=ToyPolicy.load)
+    with pytest.raises(ValueError, match="needs --difficulty"):
+        train_local(cfg, RunPaths(data, "toy", tmp_path / "r"), progress=False,
+                    load_policy=ToyPolicy.load)
+
+
+def test_resume_with_a_changed_config_is_refused(data, tmp_path):
+    out = tmp_path / "toy-grpo-vade-s0"
+    train_local(_cfg(tmp_path, steps=2), _paths(data, out), progress=False,
+                load_policy=ToyPolicy.load)
+    with pytest.raises(ValueError, match="train lr = 0.05"):
+        train_local(_cfg(tmp_path, steps=4, lr=0.01), _paths(data, out), progress=False,
+                    load_policy=ToyPolicy.load)

@@ -1,0 +1,168 @@
+"""A thin MLflow adapter: one run per training run, resumable, metrics with explicit steps.
+
+Why an adapter: the trainer should not care whether tracking is on, which store it writes to
+(a local ``sqlite:///`` file by default, a server URI on a cluster), or whether the process is a
+resume. MLflow keeps every logged value, so a resumed run would show the replayed steps twice;
+instead the tracker reopens the same MLflow run (found by its run name = the run id) and drops
+metrics at steps it already holds. The local trainer is deterministic, so a replayed step's
+values equal those logged before the interruption and nothing is lost.
+
+verl's own MLflow logger uses the same layout (experiment = ``trainer.project_name``, run name =
+``trainer.experiment_name``), so both backends land side by side in one experiment.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vade.config_io import reject_unknown
+
+__all__ = ["NullTracker", "Tracker", "TrackingConfig", "flatten", "open_tracker"]
+
+_SQLITE = "sqlite:///"
+
+
+@dataclass(frozen=True)
+class TrackingConfig:
+    """Config section ``tracking``."""
+
+    enabled: bool = True
+    mlflow_uri: str | None = None   # default: sqlite:///results/<name>/mlflow.db
+    experiment: str | None = None   # default: the config's name
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> TrackingConfig:
+        reject_unknown(values, {"enabled", "mlflow_uri", "experiment"}, "tracking")
+        out = cls(**dict(values))
+        if not isinstance(out.enabled, bool):
+            raise ValueError(f"tracking.enabled must be true or false, got {out.enabled!r}")
+        for key in ("mlflow_uri", "experiment"):
+            value = getattr(out, key)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(f"tracking.{key} must be a non-empty string, got {value!r}")
+        return out
+
+    def uri_for(self, name: str) -> str:
+        """Config ``tracking.mlflow_uri``, else ``$MLFLOW_TRACKING_URI`` (how the workflow passes
+        it), else the local store ``sqlite:///results/<name>/mlflow.db``."""
+        import os
+
+        return (self.mlflow_uri or os.environ.get("MLFLOW_TRACKING_URI")
+                or f"{_SQLITE}results/{name}/mlflow.db")
+
+    def experiment_for(self, name: str) -> str:
+        """Config ``tracking.experiment``, else ``$MLFLOW_EXPERIMENT_NAME``, else ``name``."""
+        import os
+
+        return self.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or name
+
+
+def flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """{"train": {"lr": 1e-3}} -> {"train.lr": "0.001"}: MLflow params are flat strings."""
+    out: dict[str, str] = {}
+    for key, value in values.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = str(value)[:6000]
+    return out
+
+
+class NullTracker:
+    """Tracking switched off: every call is accepted and does nothing."""
+
+    run_id: str | None = None
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        pass
+
+    def set_tags(self, tags: Mapping[str, Any]) -> None:
+        pass
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        pass
+
+    def close(self, status: str = "FINISHED") -> None:
+        pass
+
+    def __enter__(self) -> NullTracker:
+        return self
+
+    def __exit__(self, exc_type: Any, *rest: object) -> None:
+        self.close("FAILED" if exc_type else "FINISHED")
+
+
+class Tracker(NullTracker):
+    """One MLflow run named ``run_name`` in ``experiment``, created or reopened."""
+
+    def __init__(self, uri: str, experiment: str, run_name: str) -> None:
+        from mlflow.tracking import MlflowClient
+
+        artifacts = None
+        if uri.startswith(_SQLITE):
+            db = Path(uri[len(_SQLITE):])
+            db.parent.mkdir(parents=True, exist_ok=True)
+            artifacts = (db.parent / "mlartifacts").resolve().as_uri()
+        self.uri = uri
+        self.client = MlflowClient(tracking_uri=uri)
+        exp = self.client.get_experiment_by_name(experiment)
+        exp_id = (exp.experiment_id if exp is not None
+                  else self.client.create_experiment(experiment, artifact_location=artifacts))
+        quoted = run_name.replace("'", "\\'")
+        found = self.client.search_runs([exp_id], f"attributes.run_name = '{quoted}'",
+                                        max_results=1, order_by=["attributes.start_time DESC"])
+        if found:
+            run = found[0]
+            self.run_id = run.info.run_id
+            self._params = dict(run.data.params)
+            self._last_step = {key: max(m.step for m in self.client.get_metric_history(
+                self.run_id, key)) for key in run.data.metrics}
+            self.client.update_run(self.run_id, status="RUNNING")
+        else:
+            self.run_id = self.client.create_run(exp_id, run_name=run_name).info.run_id
+            self._params = {}
+            self._last_step = {}
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        """Log flattened params; ones the run already holds are skipped (params are immutable)."""
+        from mlflow.entities import Param
+
+        new = {k: v for k, v in flatten(params).items() if k not in self._params}
+        items = [Param(k, v) for k, v in new.items()]
+        for start in range(0, len(items), 100):  # MLflow's batch limit
+            self.client.log_batch(self.run_id, params=items[start:start + 100])
+        self._params.update(new)
+
+    def set_tags(self, tags: Mapping[str, Any]) -> None:
+        from mlflow.entities import RunTag
+
+        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        """Log at ``step``; a metric the run already holds at this step or later (a replayed step
+        after a resume) is skipped, so a resumed run's history has one value per step."""
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [Metric(k, float(v), now, int(step)) for k, v in metrics.items()
+                 if v is not None and not (isinstance(v, float) and math.isnan(v))
+                 and step > self._last_step.get(k, -1)]
+        for start in range(0, len(items), 1000):
+            self.client.log_batch(self.run_id, metrics=items[start:start + 1000])
+
+    def close(self, status: str = "FINISHED") -> None:
+        if self.run_id is not None:
+            self.client.set_terminated(self.run_id, status=status)
+
+
+def open_tracker(config: TrackingConfig, name: str, run_name: str) -> NullTracker:
+    """The tracker the config asks for: MLflow, or a ``NullTracker`` when disabled."""
+    if not config.enabled:
+        return NullTracker()
+    return Tracker(config.uri_for(name), config.experiment_for(name), run_name)

@@ -1,0 +1,264 @@
+"""The training configuration, validated once at the edge, shared by both backends.
+
+Read from the config sections ``train``, ``sampler``, ``dapo``, ``tracking`` plus the top-level
+``name`` and ``seed``. Every key is optional (defaults below); an unknown key or an out-of-range
+value raises ValueError naming it, before any model is loaded. Size checks that need the data
+(``train.batch_size`` against the number of training rows) run in :meth:`TrainConfig.check_data`,
+which the command calls right after counting rows and before any other work.
+
+Names follow verl where verl has one (``ppo_epochs``, ``ppo_mini_batch_size`` in prompts,
+``clip_ratio_low/high/c``, ``loss_agg_mode``, ``kl_loss_type``), so the verl adapter can map them
+1:1. Per-algorithm settings sit in the blocks ``train.grpo`` / ``train.gspo``; only the block of
+the chosen algorithm is used (both are validated). Defaults of the blocks: GRPO = verl's
+defaults with the paper's ``kl_loss_coef`` 0.01 (Table 4); GSPO = verl's GSPO example clip
+ratios (3e-4 / 4e-4, ``seq-mean-token-mean``) with the same KL coefficient (the paper used
+identical settings for all runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+from vade.config_io import reject_unknown, section
+from vade.sampling import METHODS
+from vade.sampling.checks import check_number
+from vade.tracking import TrackingConfig
+
+__all__ = [
+    "AGG_MODES",
+    "ALGORITHMS",
+    "BACKENDS",
+    "KL_TYPES",
+    "LOSS_MODES",
+    "TRAIN_METHODS",
+    "VADE_FAMILY",
+    "AlgoConfig",
+    "DapoConfig",
+    "SamplerConfig",
+    "TrainConfig",
+]
+
+ALGORITHMS = ("grpo", "gspo")
+# vade.train.algos implements these (kept here so reading a config never imports torch)
+AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
+LOSS_MODES = ("vanilla", "gspo")  # verl's actor.policy_loss.loss_mode: grpo uses vanilla
+KL_TYPES = ("low_var_kl", "k3", "kl", "k1", "mse", "k2", "abs")
+BACKENDS = ("local", "verl")
+TRAIN_METHODS = tuple(METHODS) + ("dapo",)
+VADE_FAMILY = tuple(m for m, o in METHODS.items() if o is not None)  # need initial difficulty
+_BIG = 10**9
+
+
+def _build(cls: type, values: Mapping[str, Any] | None, where: str) -> Any:
+    if values is not None and not isinstance(values, Mapping):
+        raise ValueError(f"{where} must be a mapping, got {type(values).__name__}")
+    values = dict(values or {})
+    reject_unknown(values, {f.name for f in fields(cls)}, where)
+    try:
+        return cls(**values)
+    except ValueError as exc:
+        msg = str(exc)
+        raise ValueError(msg if msg.startswith(where) else f"{where}.{msg}") from None
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name} = {value!r} is unknown (allowed: {', '.join(allowed)})")
+
+
+def _flag(name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false, got {value!r}")
+
+
+@dataclass(frozen=True)
+class AlgoConfig:
+    """``train.grpo`` / ``train.gspo``: the loss of one algorithm (verl actor keys)."""
+
+    clip_ratio_low: float = 0.2
+    clip_ratio_high: float = 0.2
+    clip_ratio_c: float = 3.0          # dual clip (vanilla/GRPO loss only), > 1
+    loss_agg_mode: str = "token-mean"
+    kl_loss_coef: float = 0.01         # 0 disables the KL loss (verl use_kl_loss=False)
+    kl_loss_type: str = "low_var_kl"
+    norm_adv_by_std_in_grpo: bool = True
+    epsilon: float = 1e-6
+
+    def __post_init__(self) -> None:
+        check_number("clip_ratio_low", self.clip_ratio_low, 0.0, 1.0, lo_open=True)
+        check_number("clip_ratio_high", self.clip_ratio_high, 0.0, 10.0, lo_open=True)
+        check_number("clip_ratio_c", self.clip_ratio_c, 1.0, 1e6, lo_open=True)
+        _choice("loss_agg_mode", self.loss_agg_mode, AGG_MODES)
+        check_number("kl_loss_coef", self.kl_loss_coef, 0.0, 1e3)
+        _choice("kl_loss_type", self.kl_loss_type, KL_TYPES)
+        _flag("norm_adv_by_std_in_grpo", self.norm_adv_by_std_in_grpo)
+        check_number("epsilon", self.epsilon, 0.0, 1.0, lo_open=True)
+
+
+GSPO_DEFAULTS = AlgoConfig(clip_ratio_low=3e-4, clip_ratio_high=4e-4,
+                           loss_agg_mode="seq-mean-token-mean")
+
+
+@dataclass(frozen=True)
+class SamplerConfig:
+    """``sampler``: VADE's decay rates (eqs. 5-6) and how often full alpha/beta go to DuckDB."""
+
+    lambda1: float = 0.2
+    lambda2: float = 0.999
+    snapshot_every: int = 50   # steps; 0 = only the initial state
+
+    def __post_init__(self) -> None:
+        check_number("lambda1", self.lambda1, 0.0, 1.0)
+        check_number("lambda2", self.lambda2, 0.0, 1.0)
+        if self.lambda1 > self.lambda2:
+            raise ValueError(f"lambda1 = {self.lambda1} > lambda2 = {self.lambda2}: two-scale "
+                             "decay needs lambda1 <= lambda2")
+        check_number("snapshot_every", self.snapshot_every, 0, _BIG, integer=True)
+
+
+@dataclass(frozen=True)
+class DapoConfig:
+    """``dapo``: the per-step rollout cap (x B*G; the paper's 3) and verl-recipe's batch limit."""
+
+    max_rollout_factor: float = 3.0
+    max_num_gen_batches: int = 0   # 0: no limit (the rollout cap still applies)
+
+    def __post_init__(self) -> None:
+        check_number("max_rollout_factor", self.max_rollout_factor, 1.0, 1000.0)
+        check_number("max_num_gen_batches", self.max_num_gen_batches, 0, _BIG, integer=True)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Section ``train`` (plus the top-level ``name``/``seed`` and the nested configs)."""
+
+    name: str = "tiny"
+    seed: int = 0
+    backend: str = "local"
+    algorithm: str = "grpo"
+    method: str = "vade"
+    batch_size: int = 16               # B prompts per step (paper: 512)
+    rollouts_per_prompt: int = 8       # G (paper: 8)
+    steps: int = 100
+    lr: float = 1e-6                   # paper: 1e-6 (the tiny model wants ~2e-4)
+    weight_decay: float = 0.01         # AdamW, verl's default
+    grad_clip: float = 1.0             # max grad norm; a non-finite norm skips the update
+    ppo_epochs: int = 1
+    ppo_mini_batch_size: int | None = None  # prompts per update (None: = batch_size)
+    temperature: float = 1.0
+    max_new_tokens: int = 64           # verl data.max_response_length (paper: 2048)
+    generation_batch_size: int = 128   # local: responses per generate() call (memory knob)
+    val_every: int = 10                # steps; 0: only before training and at the end
+    val_before_train: bool = True
+    val_temperature: float = 0.0       # 0: greedy
+    val_n: int = 1                     # samples per validation prompt (average@n)
+    val_max_samples: int = 0           # 0: every row of val.parquet
+    checkpoint_every: int = 10         # steps; 0: no checkpoints (no resume)
+    keep_checkpoints: int = 2
+    threads: int = 1                   # torch CPU threads (1 is fastest on a shared 2-core box)
+    verl: Mapping[str, Any] = field(default_factory=dict)  # train.verl: vade.train.verl's own
+    grpo: AlgoConfig = field(default_factory=AlgoConfig)
+    gspo: AlgoConfig = GSPO_DEFAULTS
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    dapo: DapoConfig = field(default_factory=DapoConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name must be a non-empty string, got {self.name!r}")
+        check_number("seed", self.seed, 0, 2**32 - 1, integer=True)
+        _choice("train.backend", self.backend, BACKENDS)
+        _choice("train.algorithm", self.algorithm, ALGORITHMS)
+        _choice("train.method", self.method, TRAIN_METHODS)
+        for key, lo, hi in (("batch_size", 1, _BIG), ("rollouts_per_prompt", 2, 4096),
+                            ("steps", 1, _BIG), ("ppo_epochs", 1, 1000),
+                            ("max_new_tokens", 1, 1_000_000), ("val_every", 0, _BIG),
+                            ("generation_batch_size", 1, _BIG),
+                            ("val_n", 1, 1024), ("val_max_samples", 0, _BIG),
+                            ("checkpoint_every", 0, _BIG), ("keep_checkpoints", 1, 1000),
+                            ("threads", 1, 1024)):
+            check_number(f"train.{key}", getattr(self, key), lo, hi, integer=True)
+        check_number("train.lr", self.lr, 0.0, 1.0, lo_open=True)
+        check_number("train.weight_decay", self.weight_decay, 0.0, 1.0)
+        check_number("train.grad_clip", self.grad_clip, 0.0, 1e9, lo_open=True)
+        check_number("train.temperature", self.temperature, 0.0, 10.0, lo_open=True)
+        check_number("train.val_temperature", self.val_temperature, 0.0, 10.0)
+        _flag("train.val_before_train", self.val_before_train)
+        if self.val_temperature == 0 and self.val_n > 1:
+            raise ValueError(f"train.val_n = {self.val_n} with train.val_temperature = 0: greedy "
+                             "decoding gives the same answer every time (use val_n: 1)")
+        if not isinstance(self.verl, Mapping):
+            raise ValueError(f"train.verl must be a mapping, got {type(self.verl).__name__}")
+        if self.ppo_mini_batch_size is not None:
+            check_number("train.ppo_mini_batch_size", self.ppo_mini_batch_size, 1,
+                         self.batch_size, integer=True)
+            if self.batch_size % self.ppo_mini_batch_size:
+                raise ValueError(f"train.ppo_mini_batch_size = {self.ppo_mini_batch_size} must "
+                                 f"divide train.batch_size = {self.batch_size}")
+
+    # ------------------------------------------------------------------ views
+    @property
+    def algo(self) -> AlgoConfig:
+        """The loss settings of the chosen algorithm."""
+        return self.grpo if self.algorithm == "grpo" else self.gspo
+
+    @property
+    def loss_mode(self) -> str:
+        return "vanilla" if self.algorithm == "grpo" else "gspo"
+
+    @property
+    def mini_batch_size(self) -> int:
+        return self.ppo_mini_batch_size or self.batch_size
+
+    @property
+    def needs_difficulty(self) -> bool:
+        return self.method in VADE_FAMILY
+
+    @property
+    def max_rollouts_per_step(self) -> int:
+        """DAPO's cap: ``max_rollout_factor`` x B x G rollouts per step."""
+        return int(self.dapo.max_rollout_factor * self.batch_size * self.rollouts_per_prompt)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def check_data(self, n_train: int) -> None:
+        """Refuse sizes the data cannot serve (called once the training rows are counted)."""
+        if self.batch_size > n_train:
+            raise ValueError(f"train.batch_size = {self.batch_size} exceeds the {n_train} "
+                             "training rows (a batch holds distinct prompts)")
+
+    # ------------------------------------------------------------------ parsing
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> TrainConfig:
+        """Build from a whole config mapping; ``overrides`` (CLI flags) replace train keys."""
+        train = section(config, "train", required=False)
+        known = {f.name for f in fields(cls)} - {"name", "seed", "sampler", "dapo", "tracking"}
+        reject_unknown(train, known, "train")
+        values: dict[str, Any] = {k: v for k, v in train.items() if k not in ("grpo", "gspo")}
+        verl = train.get("verl") or {}
+        if not isinstance(verl, Mapping):
+            raise ValueError(f"train.verl must be a mapping, got {type(verl).__name__}")
+        values["verl"] = dict(verl)  # its keys are validated by vade.train.verl
+        values["grpo"] = _build(AlgoConfig, train.get("grpo"), "train.grpo")
+        gspo = train.get("gspo") or {}
+        if isinstance(gspo, Mapping):
+            gspo = {**asdict(GSPO_DEFAULTS), **gspo}
+        values["gspo"] = _build(AlgoConfig, gspo, "train.gspo")
+        values["sampler"] = _build(SamplerConfig, section(config, "sampler", required=False),
+                                   "sampler")
+        values["dapo"] = _build(DapoConfig, section(config, "dapo", required=False), "dapo")
+        values["tracking"] = TrackingConfig.from_dict(section(config, "tracking", required=False))
+        for key in ("name", "seed"):
+            if key in config:
+                values[key] = config[key]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls(**values)
+        except TypeError as exc:  # pragma: no cover - reject_unknown catches the usual cases
+            raise ValueError(f"train: {exc}") from None
+
+    def with_overrides(self, **values: Any) -> TrainConfig:
+        return replace(self, **{k: v for k, v in values.items() if v is not None})

@@ -1,0 +1,288 @@
+"""The local trainer: verl's step loop in one CPU process, with VADE's sampler in front.
+
+Per step: select a batch (``vade.sampling`` sampler; DAPO: the uniform stream, refilled by
+``vade.train.dapo``) -> G rollouts per prompt (``vade.rollout.HFEngine``) -> rewards
+(``vade.rewards.score_one``: score and acc) -> group advantages -> policy loss + KL loss against the frozen
+starting model -> optimizer step(s) -> ``sampler.observe`` -> one DuckDB transaction (RunStore)
+and one MLflow batch. Validation every ``val_every`` steps, checkpoints every
+``checkpoint_every`` steps; a restart resumes from the newest checkpoint and rewrites the steps
+after it, so the history has each step exactly once and equals an uninterrupted run's.
+
+Determinism (what resume equivalence rests on): one torch thread, deterministic algorithms, the
+engine seeded per (seed, step, generation batch), the sampler's own RNGs in its state_dict, and
+the global RNGs saved in each checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vade.train.config import TrainConfig
+from vade.train.local.inputs import RunPaths
+
+__all__ = ["RESUME_MAY_CHANGE", "train_local"]
+
+# Settings a resumed run may change without changing the trajectory of the steps it replays.
+RESUME_MAY_CHANGE = {"steps", "val_every", "val_before_train", "checkpoint_every",
+                     "keep_checkpoints", "threads", "tracking", "backend", "verl"}
+_VAL_STREAM = 1_000_003  # seed-stream id of validation generations (apart from steps)
+
+
+def _fingerprint(cfg: TrainConfig) -> dict[str, Any]:
+    return {k: v for k, v in cfg.to_dict().items() if k not in RESUME_MAY_CHANGE}
+
+
+def _check_resume(saved: dict[str, Any], cfg: TrainConfig, path: Path) -> None:
+    now = _fingerprint(cfg)
+    for key in sorted(set(saved) | set(now)):
+        if saved.get(key) != now.get(key):
+            raise ValueError(f"checkpoint {path} was written with train {key} = "
+                             f"{saved.get(key)!r}, this run has {now.get(key)!r}: resume with "
+                             "the same config, or start a new --out folder")
+
+
+def _write_json(path: Path, value: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def _validate(engine: Any, examples: list[Any], cfg: TrainConfig, step: int) -> float:
+    """Mean reward on the validation rows (greedy at ``val_temperature`` 0, else average@n)."""
+    from vade.train.local.batch import derive_seed, score_rollouts
+
+    if not examples:
+        return float("nan")
+    ro = engine.generate(examples, cfg.val_n, temperature=cfg.val_temperature,
+                         max_new_tokens=cfg.max_new_tokens,
+                         seed=derive_seed(cfg.seed, _VAL_STREAM, step))
+    _, acc = score_rollouts(list(ro.texts), examples, np.asarray(ro.example_pos, np.int64))
+    return float(np.mean(acc))
+
+
+def _setup_torch(cfg: TrainConfig) -> None:
+    import torch
+
+    torch.set_num_threads(cfg.threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    random.seed(cfg.seed)
+    np.random.seed(cfg.seed % 2**32)
+    torch.manual_seed(cfg.seed)
+
+
+def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
+                crash_after_step: int | None = None,
+                load_policy: Callable[[str, TrainConfig], Any] | None = None) -> dict[str, Any]:
+    """Train, log, checkpoint; return the final metrics (also written to ``done.json``).
+
+    ``crash_after_step`` raises after that step is logged and checkpointed (tests use it to
+    simulate a kill). ``load_policy(path, cfg)`` builds the policy bundle (default:
+    ``LocalPolicy.load``: the tiny/pretrained Qwen2.5-VL via ``vade.models``; tests and the
+    plumbing benchmark may pass ``vade.train.local.toy.ToyPolicy.load``).
+    """
+    from tqdm import tqdm
+
+    from vade.data.records import read_examples
+    from vade.provenance import code_version
+    from vade.sampling import make_sampler
+    from vade.store import RunStore
+    from vade.tracking import open_tracker
+    from vade.train.checkpoint import (
+        capture_rng,
+        latest_checkpoint,
+        load_checkpoint,
+        restore_rng,
+        save_checkpoint,
+    )
+    from vade.train.local.inputs import check_train_rows, count_rows, load_initial_difficulty
+    from vade.train.local.policy import LocalPolicy
+
+    # ---- inputs, checked before any model is loaded
+    n_train = count_rows(paths.train)
+    cfg.check_data(n_train)
+    if cfg.needs_difficulty and paths.difficulty is None:
+        raise ValueError(f"train.method = {cfg.method} needs --difficulty (initial.parquet)")
+    examples = read_examples(paths.train)
+    check_train_rows(examples)
+    val_examples = read_examples(paths.val) if paths.val.is_file() else []
+    if cfg.val_max_samples:
+        val_examples = val_examples[:cfg.val_max_samples]
+    alpha = beta = None
+    if cfg.needs_difficulty:
+        alpha, beta = load_initial_difficulty(paths.difficulty, n_train)
+    paths.out.mkdir(parents=True, exist_ok=True)
+    (paths.out / "done.json").unlink(missing_ok=True)
+
+    _setup_torch(cfg)
+    policy = (load_policy or LocalPolicy.load)(paths.model, cfg)
+    sampler = make_sampler("vanilla" if cfg.method == "dapo" else cfg.method, n_train,
+                           cfg.batch_size, seed=cfg.seed, lambda1=cfg.sampler.lambda1,
+                           lambda2=cfg.sampler.lambda2, alpha=alpha, beta=beta)
+    state: dict[str, Any] = {"step": 0, "rollouts_cumulative": 0, "val": {}}
+    ckpt = latest_checkpoint(paths.checkpoints) if cfg.checkpoint_every else None
+    if ckpt is not None:
+        saved = load_checkpoint(ckpt)
+        _check_resume(saved["config"], cfg, ckpt)
+        policy.load_state_dict(saved["policy"])
+        sampler.load_state_dict(saved["sampler"])
+        restore_rng(saved["rng"])
+        state = {k: saved[k] for k in ("step", "rollouts_cumulative", "val")}
+
+    run_id = paths.run_id
+    store = RunStore(paths.history, run_id, snapshot_every=cfg.sampler.snapshot_every)
+    tracker = open_tracker(cfg.tracking, cfg.name, run_id)
+    status = "FAILED"
+    try:
+        store.start_run(method=cfg.method, sampler_config=sampler.config, config=cfg.to_dict())
+        store.truncate_after(state["step"])
+        if state["step"] == 0:
+            store.log_initial_state(alpha, beta, n_samples=n_train)
+        tracker.log_params({"train": cfg.to_dict(), "seed": cfg.seed, "method": cfg.method,
+                            "algorithm": cfg.algorithm, "n_train": n_train,
+                            "n_val": len(val_examples)})
+        tracker.set_tags({"code_version": code_version(), "backend": "local",
+                          "run_id": run_id, "model": str(paths.model)})
+        if state["step"] == 0 and cfg.val_before_train:
+            state["val"][0] = _validate(policy.engine, val_examples, cfg, 0)
+            tracker.log_metrics({"val/acc": state["val"][0]}, step=0)
+
+        start = state["step"]
+        bar = tqdm(range(start + 1, cfg.steps + 1), initial=start, total=cfg.steps,
+                   desc=run_id, unit="step", disable=not progress, mininterval=1.0)
+        t_run = time.perf_counter()
+        generated_here = 0
+        for step in bar:
+            metrics, obs, sampler_s, generated = _train_step(cfg, policy, sampler, examples,
+                                                             step)
+            state["rollouts_cumulative"] += generated
+            generated_here += generated
+            metrics["vade/rollouts_cumulative"] = float(state["rollouts_cumulative"])
+            if cfg.val_every and step % cfg.val_every == 0 or step == cfg.steps:
+                state["val"][step] = _validate(policy.engine, val_examples, cfg, step)
+                metrics["val/acc"] = state["val"][step]
+            store.log_step(obs, sampler_seconds=sampler_s, rollouts_generated=generated,
+                           metrics=metrics, state=sampler)
+            tracker.log_metrics(metrics, step=step)
+            state["step"] = step
+            if cfg.checkpoint_every and (step % cfg.checkpoint_every == 0 or step == cfg.steps):
+                save_checkpoint(paths.checkpoints, step, {
+                    "config": _fingerprint(cfg), "policy": policy.state_dict(),
+                    "sampler": sampler.state_dict(), "rng": capture_rng(), **state,
+                }, keep=cfg.keep_checkpoints)
+            elapsed = time.perf_counter() - t_run
+            bar.set_postfix(reward=f"{metrics['critic/score/mean']:.2f}",
+                            eff=f"{obs.effective_ratio:.2f}",
+                            rollouts_s=f"{generated_here / max(elapsed, 1e-9):.1f}",
+                            refresh=False)
+            if crash_after_step is not None and step == crash_after_step:
+                raise RuntimeError(f"simulated crash after step {step}")
+        wall = time.perf_counter() - t_run
+        policy.save_final(paths.out / "final")
+        eff = [r[0] for r in store.con.execute(
+            "SELECT effective_ratio FROM steps WHERE run_id = ? ORDER BY step",
+            [run_id]).fetchall()]
+        done = {
+            "run_id": run_id, "method": cfg.method, "algorithm": cfg.algorithm,
+            "seed": cfg.seed, "backend": "local", "steps": state["step"],
+            "rollouts_cumulative": int(state["rollouts_cumulative"]),
+            "effective_ratio_mean": float(np.mean(eff)) if eff else None,
+            "val_acc": {str(k): v for k, v in sorted(state["val"].items())},
+            "val_acc_final": state["val"].get(state["step"]),
+            "seconds_per_step_this_process": wall / max(cfg.steps - start, 1),
+            "mlflow_run_id": tracker.run_id, "code_version": code_version(),
+            "history": str(paths.history), "final_model": str(paths.out / "final"),
+        }
+        status = "FINISHED"
+    finally:
+        tracker.close(status)
+        store.close()
+    _write_json(paths.out / "done.json", done)
+    return done
+
+
+def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any],
+                step: int) -> tuple[dict[str, float], Any, float, int]:
+    """One step: generate (with DAPO refills), update, observe. Returns metrics, the
+    observation, sampler seconds and rollouts generated."""
+    from vade.train.dapo import dynamic_sample
+    from vade.train.local.batch import StepBatch, derive_seed, generate_groups
+    from vade.train.local.update import actor_update
+
+    g = cfg.rollouts_per_prompt
+    sampler_s = 0.0
+
+    def draw() -> np.ndarray:
+        nonlocal sampler_s
+        t = time.perf_counter()
+        ids = sampler.select()
+        sampler_s += time.perf_counter() - t
+        return ids
+
+    def generate(ids: np.ndarray, attempt: int) -> tuple[np.ndarray, Any]:
+        return generate_groups(policy.engine, examples, ids, g, temperature=cfg.temperature,
+                               max_new_tokens=cfg.max_new_tokens,
+                               seed=derive_seed(cfg.seed, step, attempt))
+
+    t0 = time.perf_counter()
+    metrics: dict[str, float] = {}
+    if cfg.method == "dapo":
+        res = dynamic_sample(draw, generate, batch_size=cfg.batch_size, group_size=g,
+                             max_rollouts=cfg.max_rollouts_per_step,
+                             max_gen_batches=cfg.dapo.max_num_gen_batches)
+        batch = StepBatch([(p.payload, p.kept) for p in res.pieces])
+        if res.kept_indices.size:
+            obs_ids, obs_r = res.kept_indices, res.kept_correct
+        else:  # nothing informative within the cap: record what was generated
+            obs_ids, obs_r = res.all_indices, res.all_correct
+        generated = res.rollouts_generated
+        all_r = res.all_correct
+        metrics.update({
+            "dapo/num_gen_batches": float(res.gen_batches),
+            "dapo/discarded_groups": float(res.discarded_groups),
+            "dapo/surplus_groups": float(res.surplus_groups),
+            "dapo/kept_groups": float(res.kept_indices.size),
+            "dapo/stopped_by_cap": float(res.reason != "full"),
+            "dapo/generated_effective_ratio": float(np.mean((all_r > 0) & (all_r < g))),
+        })
+        if res.reason != "full":
+            from tqdm import tqdm
+
+            tqdm.write(f"step {step}: DAPO kept {res.kept_indices.size}/{cfg.batch_size} "
+                       f"informative groups ({res.reason}, {generated} rollouts)")
+    else:
+        ids = draw()
+        correct, piece = generate(ids, 0)
+        batch = StepBatch([(piece, np.arange(ids.size))])
+        obs_ids, obs_r, generated = ids, correct, ids.size * g
+    t_gen = time.perf_counter() - t0
+
+    t1 = time.perf_counter()
+    if len(batch):
+        metrics.update(actor_update(policy, batch, cfg))
+        metrics["critic/score/mean"] = float(batch.rewards.mean())
+        metrics["response_length/mean"] = float(batch.response_lengths().mean())
+    else:
+        metrics["critic/score/mean"] = float(np.mean(obs_r) / g)
+    t_update = time.perf_counter() - t1
+
+    t2 = time.perf_counter()
+    obs = sampler.observe(obs_ids, obs_r, g)
+    sampler_s += time.perf_counter() - t2
+    metrics.update({
+        "vade/effective_ratio": obs.effective_ratio,
+        "vade/mean_accuracy": obs.mean_accuracy,
+        "vade/rollouts": float(generated),
+        "vade/n_selected": float(obs.indices.size),
+        "vade/sampler_seconds": sampler_s,
+        "timing_s/gen": t_gen, "timing_s/update": t_update,
+        "timing_s/step": time.perf_counter() - t0,
+    })
+    return metrics, obs, sampler_s, generated

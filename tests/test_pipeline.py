@@ -38,7 +38,8 @@ def snakemake(workdir: Path, *args: str, timeout: int = 3600) -> subprocess.Comp
     env.pop("MLFLOW_TRACKING_URI", None)
     return subprocess.run(
         [str(BIN / "snakemake"), "--snakefile", str(ROOT / "Snakefile"), "--directory",
-         str(workdir), *args], capture_output=True, text=True, timeout=timeout, env=env)
+         str(workdir), *args], cwd=workdir, capture_output=True, text=True, timeout=timeout,
+        env=env)
 
 
 def smoke_scale(cfg: dict) -> None:

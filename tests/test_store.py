@@ -158,6 +158,29 @@ def test_catalog_unions_runs_and_keeps_views(tmp_path):
     assert n == (N * 4,)
 
 
+def test_catalog_joins_histories_with_the_data_catalog(tmp_path, capsys):
+    """Difficulty history joins the samples table of `vade build-data` in one query, and
+    `--db` may be given more than once."""
+    _run(tmp_path / "runs" / "a.duckdb", "a", steps=3)
+    con = duckdb.connect(str(tmp_path / "samples.duckdb"))
+    con.execute("CREATE TABLE samples (sample_id BIGINT, domain VARCHAR)")
+    con.execute("INSERT INTO samples SELECT i, CASE WHEN i < 100 THEN 'math' ELSE 'chart' END "
+                "FROM range(?) t(i)", [N])
+    con.close()
+    sql = ("SELECT s.domain, sum(c.times_selected) AS picks FROM selection_counts c "
+           "JOIN samples s USING (sample_id) GROUP BY s.domain ORDER BY s.domain")
+    cat = open_catalog([tmp_path / "runs", tmp_path / "samples.duckdb"])
+    picks = dict(cat.execute(sql).fetchall())
+    assert sum(picks.values()) == 3 * B and set(picks) <= {"math", "chart"}
+    events = cat.execute("SELECT sum(CASE WHEN sample_id < 100 THEN 1 ELSE 0 END) FROM events"
+                         ).fetchone()[0]
+    assert picks.get("math", 0) == events
+    assert main(["sql", sql, "--db", str(tmp_path / "runs"), "--db",
+                 str(tmp_path / "samples.duckdb"), "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.split()[1:]
+    assert {ln.split(",")[0].strip('"'): int(ln.split(",")[1]) for ln in lines} == picks
+
+
 def test_vade_sql_prints_tables_csv_and_json(tmp_path, capsys):
     path = tmp_path / "run.duckdb"
     _run(path, "r", steps=4)

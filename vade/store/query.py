@@ -46,17 +46,27 @@ def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
 
 
 def open_catalog(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
-    """All given run files attached read-only, with union tables and the history views."""
+    """All given files attached read-only: each table as a union over the files that hold it, and
+    the history views when run files are among them."""
     con = duckdb.connect(":memory:")
     aliases = []
     for i, path in enumerate(expand_paths(paths)):
         alias = f"run_file_{i}"
         con.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS {alias} (READ_ONLY)")
         aliases.append(alias)
-    for table in TABLES:
-        union = " UNION ALL BY NAME ".join(f"SELECT * FROM {a}.{table}" for a in aliases)
-        con.execute(f"CREATE TEMP VIEW {table} AS {union}")
-    con.execute(view_sql(temporary=True))
+    holders: dict[str, list[str]] = {}  # table -> the files that have it
+    for alias in aliases:
+        for (table,) in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = ? "
+                "AND schema_name = 'main' ORDER BY table_name", [alias]).fetchall():
+            holders.setdefault(table, []).append(alias)
+    # Run tables, and any other table a file brings (the data catalog's `samples`, evaluation
+    # files' `eval_results`, `initial_difficulty`), so one query can join them.
+    for table, sources in sorted(holders.items()):
+        union = " UNION ALL BY NAME ".join(f"SELECT * FROM {a}.{table}" for a in sources)
+        con.execute(f'CREATE TEMP VIEW "{table}" AS {union}')
+    if all(table in holders for table in TABLES):
+        con.execute(view_sql(temporary=True))
     return con
 
 

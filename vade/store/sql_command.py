@@ -8,7 +8,7 @@ import sys
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", help="SQL text, or @FILE to read it from a file")
-    parser.add_argument("--db", nargs="+", required=True, metavar="PATH",
+    parser.add_argument("--db", nargs="+", action="extend", required=True, metavar="PATH",
                         help="run database(s): files, directories or globs (several = a catalog)")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
     parser.add_argument("--max-rows", type=int, default=40,

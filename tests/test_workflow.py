@@ -105,8 +105,12 @@ def test_tiny_config_builds_the_model_and_trains_on_cpu() -> None:
         (lambda c: c["experiments"]["grid"][0]["methods"].append("dapoo"), "dapoo"),
         (lambda c: c["difficulty"].update(rollouts=1), "rollouts"),
         (lambda c: c.update(traning={}), "traning"),
+        (lambda c: c["train"].update(learning_rate=1e-3), "learning_rate"),
+        (lambda c: c["train"].update(rollouts_per_prompt=1), "rollouts_per_prompt"),
+        (lambda c: c["train"].setdefault("gspo", {}).update(loss_agg_mode="mean"), "mean"),
     ],
-    ids=["typo-key", "lambda-out-of-range", "unknown-method", "one-rollout", "typo-section"],
+    ids=["typo-key", "lambda-out-of-range", "unknown-method", "one-rollout", "typo-section",
+         "train-typo", "train-one-rollout", "bad-loss-mode"],
 )
 def test_bad_config_fails_at_start_naming_the_key(tmp_path: Path, edit, message: str) -> None:
     cfg = yaml.safe_load((ROOT / "config" / "tiny.yaml").read_text())

@@ -40,7 +40,7 @@ class LocalPolicy:
         self.model.eval()
 
     @classmethod
-    def load(cls, path: str | Path, cfg: TrainConfig) -> "LocalPolicy":
+    def load(cls, path: str | Path, cfg: TrainConfig) -> LocalPolicy:
         from vade.models.build import resolve_model_path
         from vade.models.policy import load_policy
 

@@ -19,8 +19,8 @@ import torch
 
 pytest.importorskip("transformers")
 
-from vade.train.config import TrainConfig  # noqa: E402
-from vade.train.local import RunPaths, train_local  # noqa: E402
+from vade.train.config import TrainConfig
+from vade.train.local import RunPaths, train_local
 
 torch.set_num_threads(1)
 N_TRAIN, G = 16, 4

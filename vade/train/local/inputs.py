@@ -59,38 +59,7 @@ def check_train_rows(examples: list[Any]) -> None:
 
 
 def load_initial_difficulty(path: Path, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
-    """alpha = r, beta = G - r per sample from ``initial.parquet`` (Algorithm 1, lines 1-4)."""
-    import pyarrow.parquet as pq
+    """alpha = r, beta = G - r for training rows 0..N-1 (Algorithm 1, lines 1-4)."""
+    from vade.train.difficulty import initial_alpha_beta
 
-    if not path.is_file():
-        raise FileNotFoundError(f"initial difficulty file not found: {path}")
-    table = pq.read_table(path)
-    missing = {"sample_id", "correct", "rollouts"} - set(table.column_names)
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {sorted(missing)}")
-    ids = np.asarray(table["sample_id"].to_numpy(), dtype=np.int64)
-    r = np.asarray(table["correct"].to_numpy(), dtype=np.float64)
-    g = np.asarray(table["rollouts"].to_numpy(), dtype=np.float64)
-    bad = (ids < 0) | (ids >= n_samples)
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{path}: row {k} has sample_id {ids[k]} outside the {n_samples} "
-                         "training rows (difficulty from another dataset?)")
-    bad = ~np.isfinite(r) | ~np.isfinite(g) | (g < 1) | (r < 0) | (r > g)
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{path}: row {k} (sample_id {ids[k]}) has correct = {r[k]:g}, "
-                         f"rollouts = {g[k]:g}; need 0 <= correct <= rollouts, rollouts >= 1")
-    if np.unique(ids).size != ids.size or ids.size != n_samples:
-        present = np.zeros(n_samples, bool)
-        present[ids] = True
-        if not present.all():
-            raise ValueError(f"{path}: no initial difficulty for sample_id "
-                             f"{int(np.flatnonzero(~present)[0])} ({int((~present).sum())} "
-                             f"of {n_samples} missing)")
-        raise ValueError(f"{path}: a sample_id appears more than once")
-    alpha = np.zeros(n_samples)
-    beta = np.zeros(n_samples)
-    alpha[ids] = r
-    beta[ids] = g - r
-    return alpha, beta
+    return initial_alpha_beta(path, np.arange(n_samples, dtype=np.int64))

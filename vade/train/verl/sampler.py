@@ -36,8 +36,9 @@ import numpy as np
 from verl.experimental.dataset.sampler import AbstractCurriculumSampler
 
 from vade.sampling import make_sampler
+from vade.train.difficulty import initial_alpha_beta
 from vade.train.verl.batch import group_by_sample
-from vade.train.verl.difficulty import dataset_sample_ids, initial_alpha_beta
+from vade.train.verl.difficulty import dataset_sample_ids
 from vade.train.verl.persist import StateFiles, discard_after
 from vade.train.verl.settings import PluginSettings
 

@@ -195,3 +195,37 @@ def test_resume_with_a_changed_config_is_refused(data, tmp_path):
     with pytest.raises(ValueError, match="train lr = 0.05"):
         train_local(_cfg(tmp_path, steps=4, lr=0.01), _paths(data, out), progress=False,
                     load_policy=ToyPolicy.load)
+
+
+def test_ratio_window_averages_first_and_last_steps():
+    from vade.bench.train import ratio_window
+
+    curve = [{"effective_ratio": v} for v in (1.0, 0.5, 0.25, 0.0)]
+    assert ratio_window(curve, 2) == (0.75, 0.125)
+    assert ratio_window(curve, 10) == (0.4375, 0.4375)  # window longer than the run
+
+
+def test_bench_train_writes_curves_summary_and_plot(data, tmp_path):
+    import csv
+    import json
+
+    import yaml
+
+    from vade.bench.train import main
+
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text(yaml.safe_dump({"name": "toy", "train": {
+        "batch_size": 6, "steps": 4, "lr": 0.05, "val_every": 2, "checkpoint_every": 2}}))
+    out = tmp_path / "bench"
+    assert main(["--config", str(cfg), "--data-dir", str(data), "--difficulty",
+                 str(data / "initial.parquet"), "--toy", "--no-tracking", "--out-dir", str(out),
+                 "--algorithms", "grpo", "--methods", "vanilla", "dapo", "--window", "2"]) == 0
+    summary = {s["method"]: s for s in json.loads((out / "summary.json").read_text())}
+    rows = list(csv.DictReader((out / "curves.csv").open()))
+    assert (out / "curves.png").stat().st_size > 0
+    van = [float(r["effective_ratio"]) for r in rows if r["method"] == "vanilla"]
+    assert len(van) == 4 and summary["vanilla"]["steps"] == 4
+    assert summary["vanilla"]["effective_ratio_first"] == pytest.approx(sum(van[:2]) / 2)
+    assert summary["vanilla"]["effective_ratio_last"] == pytest.approx(sum(van[2:]) / 2)
+    assert summary["vanilla"]["rollouts"] == 4 * 6 * G
+    assert summary["dapo"]["rollouts"] >= summary["vanilla"]["rollouts"]

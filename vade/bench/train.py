@@ -6,8 +6,9 @@
 Runs ``vade train --backend local`` (in-process) for each (algorithm, method), each into its own
 run folder under ``--out-dir``, then reads the runs' DuckDB histories and writes, per run and
 step, the effective gradient ratio, cumulative rollouts, mean reward and validation accuracy
-(``curves.csv``), plus a summary per run (``summary.json``: mean effective ratio, rollouts,
-final validation accuracy, seconds per step). It measures; it asserts nothing. ``--toy`` swaps
+(``curves.csv``, drawn in ``curves.png``), plus a summary per run (``summary.json``: mean
+effective ratio over the run and over its first and last ``window`` steps, rollouts, validation
+accuracy, seconds per step). It measures; it asserts nothing. ``--toy`` swaps
 the model for the toy policy (``vade.train.local.toy``) to time the loop's own overhead.
 """
 
@@ -43,6 +44,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=None, help="override train.steps")
     p.add_argument("--toy", action="store_true", help="the toy policy instead of the model")
+    p.add_argument("--window", type=int, default=20,
+                   help="steps averaged for the first/last effective ratio")
     p.add_argument("--no-tracking", action="store_true", help="skip MLflow")
     return p.parse_args(argv)
 
@@ -69,6 +72,37 @@ def run_one(config: dict[str, Any], args: argparse.Namespace, algorithm: str,
     return out, time.perf_counter() - t
 
 
+def ratio_window(curve: list[dict[str, Any]], window: int) -> tuple[float, float]:
+    """Mean effective ratio over the first and the last ``window`` steps of one run."""
+    eff = [float(r["effective_ratio"]) for r in curve]
+    w = max(1, min(window, len(eff)))
+    return sum(eff[:w]) / w, sum(eff[-w:]) / w
+
+
+def plot_curves(rows: list[dict[str, Any]], path: Path) -> Path:
+    """Effective ratio per step and cumulative rollouts, one line per (algorithm, method)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = sorted({(r["algorithm"], r["method"]) for r in rows})
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for algorithm, method in runs:
+        mine = [r for r in rows if (r["algorithm"], r["method"]) == (algorithm, method)]
+        steps = [r["step"] for r in mine]
+        label = f"{algorithm} {method}"
+        axes[0].plot(steps, [r["effective_ratio"] for r in mine], label=label, lw=1)
+        axes[1].plot(steps, [r["rollouts_cumulative"] for r in mine], label=label, lw=1)
+    axes[0].set(xlabel="step", ylabel="effective gradient ratio", ylim=(0, 1.05))
+    axes[1].set(xlabel="step", ylabel="rollouts generated (cumulative)")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     import duckdb
 
@@ -90,10 +124,12 @@ def main(argv: list[str] | None = None) -> int:
             done = json.loads((out / "done.json").read_text())
             for r in curve:
                 rows.append({"algorithm": algorithm, "method": method, **r})
+            first, last = ratio_window(curve, args.window)
             summary.append({
                 "algorithm": algorithm, "method": method, "run": out.name,
                 "steps": done["steps"], "rollouts": done["rollouts_cumulative"],
                 "effective_ratio_mean": done["effective_ratio_mean"],
+                "effective_ratio_first": first, "effective_ratio_last": last,
                 "val_acc": done["val_acc"], "wall_seconds": seconds,
                 "seconds_per_step": seconds / max(done["steps"], 1),
             })
@@ -103,14 +139,16 @@ def main(argv: list[str] | None = None) -> int:
         writer.writeheader()
         writer.writerows(rows)
     (args.out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"\n{'algorithm':>9} {'method':>8} {'eff ratio':>9} {'rollouts':>9} "
-          f"{'val acc (first -> last)':>24} {'s/step':>7}")
+    png = plot_curves(rows, args.out_dir / "curves.png")
+    print(f"\n{'algorithm':>9} {'method':>8} {'eff ratio':>9} {'first -> last':>14} "
+          f"{'rollouts':>9} {'val acc (first -> last)':>24} {'s/step':>7}")
     for s in summary:
         vals = list(s["val_acc"].values())
         va = f"{vals[0]:.3f} -> {vals[-1]:.3f}" if vals else "n/a"
-        print(f"{s['algorithm']:>9} {s['method']:>8} {s['effective_ratio_mean']:>9.3f} "
+        fl = f"{s['effective_ratio_first']:.2f} -> {s['effective_ratio_last']:.2f}"
+        print(f"{s['algorithm']:>9} {s['method']:>8} {s['effective_ratio_mean']:>9.3f} {fl:>14} "
               f"{s['rollouts']:>9} {va:>24} {s['seconds_per_step']:>7.2f}")
-    print(f"wrote {csv_path} and {args.out_dir / 'summary.json'}")
+    print(f"wrote {csv_path}, {png} and {args.out_dir / 'summary.json'}")
     return 0
 
 

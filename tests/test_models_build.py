@@ -28,7 +28,7 @@ SMALL = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1,
 def test_config_defaults_and_errors_name_the_key():
     cfg = model_config_from_section({"kind": "tiny"})
     assert cfg.tiny.hidden_size == 128 and cfg.tiny.mrope_section == (4, 6, 6)
-    assert cfg.warm_start.steps == 500 and cfg.warm_start.lr == 5e-4
+    assert cfg.warm_start.steps == 600 and cfg.warm_start.batch_size == 32
     with pytest.raises(ValueError, match=r"unknown key 'model\.tiny\.hiden_size'"):
         model_config_from_section({"tiny": {"hiden_size": 64}})
     with pytest.raises(ValueError, match=r"unknown key 'model\.colour'"):

@@ -5,9 +5,9 @@ weights) and warm-starts it on the synthetic ``warmstart`` split, the CPU stand-
 checkpoint; ``pretrained`` names an existing checkpoint (HF id or local folder) and builds nothing.
 
 The architecture defaults are the sizes of ``shared/notes/tiny-rl.md`` (0.95M parameters); the
-warm-start defaults are this project's measurement on the three-domain synthetic mix (500 steps
-at lr 5e-4, see ``warmstart.py``). Ranges are checked here, once, so a bad value fails before any
-work starts and the message names the key.
+warm-start defaults are this project's measurement on the three-domain synthetic mix (600 steps
+of 32 at lr 5e-4, see ``warmstart.py``). Ranges are checked here, once, so a bad value fails
+before any work starts and the message names the key.
 """
 
 from __future__ import annotations
@@ -98,9 +98,9 @@ class TinyArchConfig:
 class WarmStartConfig:
     """Supervised warm start of the tiny model (``model.warm_start``); steps 0 skips it."""
 
-    steps: int = 500
+    steps: int = 600
     lr: float = 5e-4
-    batch_size: int = 64
+    batch_size: int = 32
     weight_decay: float = 0.0
     warmup_steps: int = 10
     # Held-out share of warmstart.parquet used to report the accuracy after the warm start.

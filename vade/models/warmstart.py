@@ -3,13 +3,13 @@
 Why: GRPO-style RL needs a starting policy that already answers in the verifiable format
 (``\\boxed{X}``) and is right on some items but not all; a random model never earns a reward,
 and a perfect one has nothing to learn. This is the CPU stand-in for starting from an Instruct
-checkpoint. The learning rate decides whether the images are learned at all: on the three-domain
-synthetic mix (batch 64) lr 2e-3 (what tiny-rl.md used for a single bar task) learns the answer
-format, then sits at chance for 600 steps (on the bar task alone too); 1e-3 learns only the
-balance task within 900 steps; lr 5e-4 leaves the plateau after ~300
-steps and reaches a held-out gold-answer probability of 0.53 at step 500 (balance 0.89, chart
-0.34, count 0.35): per-item pass@8 spread across 0..8, the regime where gradient vanishing (and
-so VADE) matters.
+checkpoint. The learning rate decides whether the images are learned at all. On the three-domain
+synthetic mix, lr 2e-3 (what tiny-rl.md used for a single bar task) learns the answer format, then
+sits at chance for 600 steps (on the bar task alone too); 1e-3 learns only the balance task within
+900 steps; 5e-4 leaves the plateau after ~300 steps. With batch 32 it reaches a held-out
+gold-answer probability of 0.51 at step 600 (balance 0.91, chart 0.32, count 0.31; batch 64: 0.53
+at step 500 for 1.7x the compute), and per-item pass@8 is spread across 0..8: the regime where
+gradient vanishing (and so VADE) matters.
 
 The loss is the mean token negative log-likelihood of ``\\boxed{answer}<|im_end|>`` after the
 chat-templated prompt (prompt tokens are not trained). Batches are drawn epoch by epoch from a

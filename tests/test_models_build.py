@@ -119,6 +119,7 @@ def test_build_model_command_writes_a_loadable_folder(tmp_path, capsys):
     done = json.loads((out / "done.json").read_text())
     assert done["kind"] == "tiny" and done["seed"] == 3 and done["warm_start"]["steps"] == 3
     assert done["heldout_items"] == 4 and sum(done["heldout_pass_at_8_histogram"]) == 4
+    assert list(done["heldout_expected_accuracy_by_task"]) == ["synthetic/bars"]
     assert done["parameters"] == sum(p.numel() for p in load_policy(out).model.parameters())
     assert {"config.json", "model.safetensors", "tokenizer.json", "preprocessor_config.json",
             "chat_template.jinja", "generation_config.json"} <= {p.name for p in out.iterdir()}
@@ -142,3 +143,28 @@ def test_build_model_command_errors_and_pretrained_pointer(tmp_path, capsys):
 
     assert resolve_model_path(tmp_path / "base") == "Qwen/Qwen2.5-VL-3B-Instruct"
     assert (tmp_path / "base" / "done.json").is_file()
+
+
+def test_heldout_accuracy_by_task_groups_rows_by_source():
+    """Two tasks, one whose ground truth the model never says: its accuracy is 0, the other's is
+    not (the warm start taught the letter format), and the overall accuracy is the row-weighted
+    mean of the two."""
+    from vade.data.records import example_from_row
+    from vade.models.build import heldout_metrics
+
+    train = bar_examples(64, seed=5)
+    policy = tiny_policy(train)
+    warm_start(policy.model, policy.processor, train,
+               WarmStartConfig(steps=25, lr=1e-2, batch_size=16, warmup_steps=2),
+               seed=0, progress=False)
+    rows = bar_rows(12, seed=4)
+    for r in rows[:4]:
+        r["data_source"] = "synthetic/never"
+        r["reward_model"]["ground_truth"] = "Z"
+    m = heldout_metrics(policy.model, policy.processor, [example_from_row(r) for r in rows],
+                        seed=0, n=8)
+    by_task = m["heldout_expected_accuracy_by_task"]
+    assert sorted(by_task) == ["synthetic/bars", "synthetic/never"]
+    assert by_task["synthetic/never"] == 0.0 and by_task["synthetic/bars"] > 0.0
+    assert m["heldout_expected_accuracy"] == pytest.approx(
+        (4 * by_task["synthetic/never"] + 8 * by_task["synthetic/bars"]) / 12)

@@ -64,7 +64,8 @@ def _write_folder(out: Path, fill: Any) -> None:
 
 def heldout_metrics(model: Any, processor: Any, examples: list, *, seed: int, n: int = 8,
                     max_new_tokens: int = 16) -> dict[str, Any]:
-    """Expected accuracy at temperature 1 (mean over n samples), pass@n histogram, format rate."""
+    """Expected accuracy at temperature 1 (mean over n samples; overall and per task), pass@n
+    histogram, format rate."""
     from vade.models.warmstart import gold_response_prob
     from vade.rewards import score_batch
     from vade.rollout.hf import HFEngine
@@ -78,9 +79,13 @@ def heldout_metrics(model: Any, processor: Any, examples: list, *, seed: int, n:
                       [examples[p].answer_type for p in pos],
                       [examples[p].extra_info for p in pos], key="acc")
     r = ro.correct_counts(acc)
+    tasks = np.asarray([examples[p].data_source for p in pos])
     return {
         "heldout_items": len(examples),
         "heldout_expected_accuracy": float(acc.mean()),
+        # Per task: the warm start can learn one task's images and not another's (warmstart.py).
+        "heldout_expected_accuracy_by_task": {
+            str(t): float(acc[tasks == t].mean()) for t in sorted(set(tasks.tolist()))},
         "heldout_boxed_rate": float(np.mean(["\\boxed{" in t for t in ro.texts])),
         "heldout_gold_prob": float(gold_response_prob(model, processor, examples).mean()),
         f"heldout_pass_at_{n}_histogram": np.bincount(r, minlength=n + 1).tolist(),

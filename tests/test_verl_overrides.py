@@ -21,6 +21,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
+from vade.train.config import algo_config
 from vade.train.verl.config import DapoSettings, VerlConfig
 from vade.train.verl.launch import plan
 from vade.train.verl.overrides import RunSpec, build_overrides, reward_entry_path
@@ -53,7 +54,8 @@ def composed():
             for algorithm in ("grpo", "gspo"):
                 for method in METHODS:
                     s = spec(model, algorithm, method)
-                    ov = build_overrides(s, VerlConfig(), sampler={"snapshot_every": 50},
+                    ov = build_overrides(s, VerlConfig(), algo_config({}, algorithm),
+                                         sampler={"snapshot_every": 50},
                                          tracking_uri="sqlite:////tmp/mlflow.db")
                     cfg = compose("ppo_trainer", overrides=ov)
                     out[(model, algorithm, method)] = OmegaConf.to_container(cfg, resolve=True)
@@ -98,6 +100,7 @@ def test_table4_values_land_where_verl_reads_them(composed):
     assert trainer["default_local_dir"].endswith("qwen2.5-vl-3b-gspo-vade-s0/checkpoints")
     grpo = composed[("qwen2.5-vl-3b", "grpo", "vade")]["actor_rollout_ref"]["actor"]
     assert grpo["loss_agg_mode"] == "token-mean" and grpo["clip_ratio_low"] == 0.2
+    assert grpo["clip_ratio_c"] == 3.0 and c["algorithm"]["norm_adv_by_std_in_grpo"] is True
 
 
 def test_sampler_plugin_and_reward_load_through_verl(composed):
@@ -119,7 +122,7 @@ def test_sampler_plugin_and_reward_load_through_verl(composed):
 
 
 def test_unknown_key_and_bad_values_fail():
-    ov = build_overrides(spec(), VerlConfig())
+    ov = build_overrides(spec(), VerlConfig(), algo_config({}, "grpo"))
     with initialize_config_dir(config_dir=verl_config_dir(), version_base=None):
         with pytest.raises(ConfigCompositionException):
             compose("ppo_trainer", overrides=ov + ["actor_rollout_ref.actor.optim.lrr=1e-6"])
@@ -161,7 +164,8 @@ def test_dapo_composes_with_the_recipe_config(tmp_path, algorithm):
     if config_dir is None:
         pytest.skip("no verl-recipe checkout (set VADE_VERL_RECIPE_DIR)")
     s = spec(algorithm=algorithm, method="dapo")
-    ov = build_overrides(s, VerlConfig(), dapo=DapoSettings(max_rollout_factor=3))
+    ov = build_overrides(s, VerlConfig(), algo_config({}, algorithm),
+                         dapo=DapoSettings(max_rollout_factor=3))
     assert not any(o.startswith(("data.sampler", "+data.sampler")) for o in ov)
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):
         c = OmegaConf.to_container(compose("dapo_trainer", overrides=ov), resolve=True)
@@ -188,3 +192,29 @@ def test_launch_plan_reads_the_project_config(tmp_path):
     _, cmd, _ = plan(config, algorithm="gspo", method="dapo", seed=0, model="qwen2.5-vl-3b",
                      data_dir=tmp_path, difficulty=None, out_dir=tmp_path / "run")
     assert cmd[1:3] == ["-m", "vade.train.verl.dapo_entry"] and "trainer.total_epochs=6" in cmd
+
+
+def test_the_loss_comes_from_the_algorithm_block_shared_with_the_local_trainer(tmp_path):
+    """train.gspo / train.grpo set verl's actor loss; the verl block no longer has loss keys."""
+    from vade.train.config import TrainConfig
+
+    config = {"name": "paper",
+              "models": {"qwen2.5-vl-3b": {"name_or_path": MODELS["qwen2.5-vl-3b"]}},
+              "train": {"backend": "verl", "gspo": {"kl_loss_coef": 0.0, "clip_ratio_high": 5e-4},
+                        "grpo": {"norm_adv_by_std_in_grpo": False}}}
+
+    def overrides(algorithm: str) -> list[str]:
+        return plan(config, algorithm=algorithm, method="vade", seed=0, model="qwen2.5-vl-3b",
+                    data_dir=tmp_path, difficulty=None, out_dir=tmp_path / "run")[1]
+
+    gspo, grpo = overrides("gspo"), overrides("grpo")
+    local = TrainConfig.from_config(config, algorithm="gspo", method="vade")
+    assert local.algo.kl_loss_coef == 0.0 and local.algo.clip_ratio_high == 5e-4
+    assert "actor_rollout_ref.actor.use_kl_loss=false" in gspo
+    assert "actor_rollout_ref.actor.clip_ratio_high=0.0005" in gspo
+    assert "actor_rollout_ref.actor.clip_ratio_low=0.0003" in gspo  # GSPO's default kept
+    assert "algorithm.norm_adv_by_std_in_grpo=true" in gspo
+    assert "algorithm.norm_adv_by_std_in_grpo=false" in grpo
+    assert "actor_rollout_ref.actor.use_kl_loss=true" in grpo
+    with pytest.raises(ValueError, match="unknown key 'train.verl.kl_loss_coef'"):
+        VerlConfig.from_dict({"kl_loss_coef": 0.01})

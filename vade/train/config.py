@@ -29,15 +29,16 @@ from vade.tracking import TrackingConfig
 __all__ = [
     "AGG_MODES",
     "ALGORITHMS",
+    "AlgoConfig",
     "BACKENDS",
+    "DapoConfig",
     "KL_TYPES",
     "LOSS_MODES",
-    "TRAIN_METHODS",
-    "VADE_FAMILY",
-    "AlgoConfig",
-    "DapoConfig",
     "SamplerConfig",
+    "TRAIN_METHODS",
     "TrainConfig",
+    "VADE_FAMILY",
+    "algo_config",
 ]
 
 ALGORITHMS = ("grpo", "gspo")
@@ -99,6 +100,17 @@ class AlgoConfig:
 
 GSPO_DEFAULTS = AlgoConfig(clip_ratio_low=3e-4, clip_ratio_high=4e-4,
                            loss_agg_mode="seq-mean-token-mean")
+
+
+def algo_config(train: Mapping[str, Any], algorithm: str) -> AlgoConfig:
+    """``train.<algorithm>`` over that algorithm's defaults: the loss both backends optimise
+    (the local trainer reads it directly, ``vade.train.verl.overrides`` maps it to verl keys)."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    block = train.get(algorithm) or {}
+    if algorithm == "gspo" and isinstance(block, Mapping):
+        block = {**asdict(GSPO_DEFAULTS), **block}
+    return _build(AlgoConfig, block, f"train.{algorithm}")
 
 
 @dataclass(frozen=True)
@@ -242,11 +254,8 @@ class TrainConfig:
         if not isinstance(verl, Mapping):
             raise ValueError(f"train.verl must be a mapping, got {type(verl).__name__}")
         values["verl"] = dict(verl)  # its keys are validated by vade.train.verl
-        values["grpo"] = _build(AlgoConfig, train.get("grpo"), "train.grpo")
-        gspo = train.get("gspo") or {}
-        if isinstance(gspo, Mapping):
-            gspo = {**asdict(GSPO_DEFAULTS), **gspo}
-        values["gspo"] = _build(AlgoConfig, gspo, "train.gspo")
+        values["grpo"] = algo_config(train, "grpo")
+        values["gspo"] = algo_config(train, "gspo")
         values["sampler"] = _build(SamplerConfig, section(config, "sampler", required=False),
                                    "sampler")
         values["dapo"] = _build(DapoConfig, section(config, "dapo", required=False), "dapo")

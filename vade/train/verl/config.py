@@ -14,12 +14,9 @@ from typing import Any
 
 from vade.config_io import reject_unknown
 from vade.sampling.checks import check_number
+from vade.train.config import ALGORITHMS
 
-__all__ = ["ALGORITHMS", "DapoSettings", "GspoSettings", "VerlConfig"]
-
-ALGORITHMS = ("grpo", "gspo")
-LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean",
-                  "seq-mean-token-sum-norm")
+__all__ = ["ALGORITHMS", "DapoSettings", "VerlConfig"]
 
 
 def _check_bool(where: str, value: Any) -> None:
@@ -28,29 +25,10 @@ def _check_bool(where: str, value: Any) -> None:
 
 
 @dataclass(frozen=True)
-class GspoSettings:
-    """``train.verl.gspo``: GSPO's sequence-level clipping (verl's GSPO example values)."""
-
-    clip_ratio_low: float = 3e-4
-    clip_ratio_high: float = 4e-4
-    loss_agg_mode: str = "seq-mean-token-mean"
-
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> GspoSettings:
-        reject_unknown(values, {f.name for f in fields(cls)}, "train.verl.gspo")
-        out = cls(**dict(values))
-        check_number("train.verl.gspo.clip_ratio_low", out.clip_ratio_low, 0.0, 1.0, lo_open=True)
-        check_number("train.verl.gspo.clip_ratio_high", out.clip_ratio_high, 0.0, 1.0,
-                     lo_open=True)
-        if out.loss_agg_mode not in LOSS_AGG_MODES:
-            raise ValueError(f"train.verl.gspo.loss_agg_mode must be one of {LOSS_AGG_MODES}, "
-                             f"got {out.loss_agg_mode!r}")
-        return out
-
-
-@dataclass(frozen=True)
 class VerlConfig:
-    """``train.verl``: the verl run shape. Defaults = Table 4 of the paper."""
+    """``train.verl``: the verl run shape. Defaults = Table 4 of the paper. The loss (clipping,
+    aggregation, KL) is not here: it is ``train.grpo`` / ``train.gspo``, shared with the local
+    trainer (``vade.train.config.AlgoConfig``), so both backends optimise one objective."""
 
     train_batch_size: int = 512
     rollout_n: int = 8
@@ -59,8 +37,6 @@ class VerlConfig:
     ppo_mini_batch_size: int = 128
     ppo_micro_batch_size_per_gpu: int = 16
     log_prob_micro_batch_size_per_gpu: int = 16
-    kl_loss_coef: float = 0.01
-    kl_loss_type: str = "low_var_kl"
     entropy_coeff: float = 0.0
     max_prompt_length: int = 8192
     max_response_length: int = 2048
@@ -78,15 +54,13 @@ class VerlConfig:
     gradient_checkpointing: bool = True
     param_offload: bool = False
     optimizer_offload: bool = False
-    gspo: GspoSettings = GspoSettings()
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any] | None) -> VerlConfig:
         values = dict(values or {})
         names = {f.name for f in fields(cls)}
         reject_unknown(values, names, "train.verl")
-        gspo = GspoSettings.from_dict(values.pop("gspo", None) or {})
-        out = cls(**values, gspo=gspo)
+        out = cls(**values)
         out._validate()
         return out
 
@@ -104,7 +78,6 @@ class VerlConfig:
         if self.max_ckpt_to_keep is not None:
             check_number(w + "max_ckpt_to_keep", self.max_ckpt_to_keep, 1, 1 << 20, integer=True)
         check_number(w + "lr", self.lr, 0.0, 1.0, lo_open=True)
-        check_number(w + "kl_loss_coef", self.kl_loss_coef, 0.0, 100.0)
         check_number(w + "entropy_coeff", self.entropy_coeff, 0.0, 10.0)
         check_number(w + "gpu_memory_utilization", self.gpu_memory_utilization, 0.05, 0.99)
         check_number(w + "temperature", self.temperature, 0.0, 10.0, lo_open=True)
@@ -114,8 +87,6 @@ class VerlConfig:
         if self.rollout_engine not in ("vllm", "sglang"):
             raise ValueError(f"{w}rollout_engine must be 'vllm' or 'sglang', "
                              f"got {self.rollout_engine!r}")
-        if self.kl_loss_type not in ("kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"):
-            raise ValueError(f"{w}kl_loss_type {self.kl_loss_type!r} is not a verl KL penalty")
         if self.train_batch_size % self.ppo_mini_batch_size:
             raise ValueError(f"{w}ppo_mini_batch_size = {self.ppo_mini_batch_size} must divide "
                              f"train_batch_size = {self.train_batch_size}")

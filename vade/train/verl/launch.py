@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from vade.config_io import section
+from vade.train.config import algo_config
 from vade.train.verl.config import DapoSettings, VerlConfig
 from vade.train.verl.overrides import RunSpec, build_overrides
 
@@ -86,7 +87,8 @@ def plan(config: Mapping[str, Any], *, algorithm: str, method: str, seed: int, m
                    algorithm=algorithm, method=method, seed=seed, data_dir=Path(data_dir),
                    out_dir=Path(out_dir).resolve(),
                    difficulty=Path(difficulty) if difficulty else None)
-    overrides = build_overrides(spec, verl_cfg, sampler=_sampler_settings(config), dapo=dapo,
+    overrides = build_overrides(spec, verl_cfg, algo_config(train, algorithm),
+                                sampler=_sampler_settings(config), dapo=dapo,
                                 tracking_uri=uri, experiment=experiment)
     env = {}
     if uri:

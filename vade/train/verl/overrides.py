@@ -5,9 +5,11 @@ tests compose verl's real ``ppo_trainer`` config with every set this module emit
 fail there), so a renamed key in a future verl shows up in CI, not on the cluster.
 
 * GRPO: ``algorithm.adv_estimator=grpo``, PPO-clip loss (``policy_loss.loss_mode=vanilla``).
-* GSPO: the same advantage, ``policy_loss.loss_mode=gspo`` with sequence-level clip ratios
-  (``train.verl.gspo``, verl's GSPO example values). Table 4's KL loss (0.01) applies to both:
-  the paper states that all runs share one setting.
+* GSPO: the same advantage, ``policy_loss.loss_mode=gspo`` with sequence-level clip ratios.
+* The loss of either comes from ``train.grpo`` / ``train.gspo`` (``AlgoConfig``: clip ratios, dual
+  clip, aggregation, KL loss, std normalisation), the block the local trainer optimises, so the
+  cluster and the laptop run one objective. Table 4's KL loss (0.01) is the default of both: the
+  paper states that all runs share one setting.
 * vanilla / vade / ablations: ``VadeCurriculumSampler`` with the method name (vanilla = uniform
   epochs through the same plugin, so every method logs the same DuckDB history).
 * dapo: verl-recipe's DAPO trainer through ``vade.train.verl.dapo_entry`` (dynamic sampling on
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from vade.sampling import METHODS
+from vade.train.config import AlgoConfig
 from vade.train.verl.config import ALGORITHMS, DapoSettings, VerlConfig
 
 __all__ = ["ENTRY_DAPO", "ENTRY_PPO", "METHODS_VERL", "RunSpec", "build_overrides",
@@ -92,10 +95,11 @@ class RunSpec:
         return ENTRY_DAPO if self.method == "dapo" else ENTRY_PPO
 
 
-def build_overrides(spec: RunSpec, verl: VerlConfig, *, sampler: dict[str, Any] | None = None,
-                    dapo: DapoSettings | None = None, tracking_uri: str | None = None,
-                    experiment: str | None = None) -> list[str]:
-    """The ``key=value`` list for ``python -m <spec.entry>``; paths absolute."""
+def build_overrides(spec: RunSpec, verl: VerlConfig, algo: AlgoConfig, *,
+                    sampler: dict[str, Any] | None = None, dapo: DapoSettings | None = None,
+                    tracking_uri: str | None = None, experiment: str | None = None) -> list[str]:
+    """The ``key=value`` list for ``python -m <spec.entry>``; paths absolute. ``algo`` is the
+    run's algorithm block (``vade.train.config.algo_config(train, spec.algorithm)``)."""
     sampler = dict(sampler or {})
     dapo = dapo or DapoSettings()
     out_dir = Path(spec.out_dir).resolve()
@@ -117,7 +121,7 @@ def build_overrides(spec: RunSpec, verl: VerlConfig, *, sampler: dict[str, Any] 
         # algorithm
         "algorithm.adv_estimator": "grpo",
         "algorithm.use_kl_in_reward": False,
-        "algorithm.norm_adv_by_std_in_grpo": True,
+        "algorithm.norm_adv_by_std_in_grpo": algo.norm_adv_by_std_in_grpo,
         # model
         "actor_rollout_ref.model.path": spec.model_path,
         "actor_rollout_ref.model.use_remove_padding": True,
@@ -126,9 +130,15 @@ def build_overrides(spec: RunSpec, verl: VerlConfig, *, sampler: dict[str, Any] 
         "actor_rollout_ref.actor.optim.lr": verl.lr,
         "actor_rollout_ref.actor.ppo_mini_batch_size": verl.ppo_mini_batch_size,
         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": verl.ppo_micro_batch_size_per_gpu,
-        "actor_rollout_ref.actor.use_kl_loss": verl.kl_loss_coef > 0,
-        "actor_rollout_ref.actor.kl_loss_coef": verl.kl_loss_coef,
-        "actor_rollout_ref.actor.kl_loss_type": verl.kl_loss_type,
+        "actor_rollout_ref.actor.use_kl_loss": algo.kl_loss_coef > 0,
+        "actor_rollout_ref.actor.kl_loss_coef": algo.kl_loss_coef,
+        "actor_rollout_ref.actor.kl_loss_type": algo.kl_loss_type,
+        "actor_rollout_ref.actor.policy_loss.loss_mode":
+            "gspo" if spec.algorithm == "gspo" else "vanilla",
+        "actor_rollout_ref.actor.loss_agg_mode": algo.loss_agg_mode,
+        "actor_rollout_ref.actor.clip_ratio_low": algo.clip_ratio_low,
+        "actor_rollout_ref.actor.clip_ratio_high": algo.clip_ratio_high,
+        "actor_rollout_ref.actor.clip_ratio_c": algo.clip_ratio_c,
         "actor_rollout_ref.actor.entropy_coeff": verl.entropy_coeff,
         "actor_rollout_ref.actor.fsdp_config.param_offload": verl.param_offload,
         "actor_rollout_ref.actor.fsdp_config.optimizer_offload": verl.optimizer_offload,
@@ -165,15 +175,6 @@ def build_overrides(spec: RunSpec, verl: VerlConfig, *, sampler: dict[str, Any] 
         "trainer.default_local_dir": str(out_dir / "checkpoints"),
         "trainer.max_actor_ckpt_to_keep": verl.max_ckpt_to_keep,
     }
-    if spec.algorithm == "gspo":
-        o["actor_rollout_ref.actor.policy_loss.loss_mode"] = "gspo"
-        o["actor_rollout_ref.actor.loss_agg_mode"] = verl.gspo.loss_agg_mode
-        o["actor_rollout_ref.actor.clip_ratio_low"] = verl.gspo.clip_ratio_low
-        o["actor_rollout_ref.actor.clip_ratio_high"] = verl.gspo.clip_ratio_high
-    else:
-        o["actor_rollout_ref.actor.policy_loss.loss_mode"] = "vanilla"
-        o["actor_rollout_ref.actor.loss_agg_mode"] = "token-mean"
-
     appended: dict[str, Any] = {}
     if spec.method == "dapo":
         o["algorithm.filter_groups.enable"] = True

@@ -16,7 +16,7 @@ def test_defaults_and_algorithm_blocks():
     assert gspo.loss_mode == "gspo"
     assert (gspo.algo.clip_ratio_low, gspo.algo.clip_ratio_high) == (1e-3, 4e-4)
     assert gspo.algo.loss_agg_mode == "seq-mean-token-mean"
-    assert cfg.mini_batch_size == 16 and cfg.max_rollouts_per_step == 3 * 16 * 8
+    assert cfg.mini_batch_size == 16 and cfg.rollout_budget == 3 * cfg.steps * 16 * 8
     assert set(TRAIN_METHODS) == {"vanilla", "dapo", "vade", "symmetric", "greedy", "last-update"}
     assert cfg.needs_difficulty and not TrainConfig(method="dapo").needs_difficulty
 

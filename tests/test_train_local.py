@@ -149,11 +149,33 @@ def test_dapo_refills_counts_all_rollouts_and_observes_kept_groups(data, tmp_pat
     gen = dict(con.execute("SELECT step, value FROM metrics WHERE name ="
                            " 'dapo/num_gen_batches'").fetchall())
     assert all(eff == 1.0 for _, _, eff, _ in steps)   # only informative groups are observed
-    assert all(r <= 3 * 6 * G for *_, r in steps)        # the cap: 3 x B x G per step
     assert any(gen[s] > 1 for s in gen)                   # it did regenerate
     assert done["rollouts_cumulative"] == sum(r for *_, r in steps) > 4 * 6 * G
+    assert done["rollouts_cumulative"] <= 3 * 4 * 6 * G   # the cap: 3 x a plain run's rollouts
+    assert done["stopped_by"] == "completed" and len(steps) == 4
     assert con.execute("SELECT count(*) FROM events WHERE correct = 0 OR correct = 8"
                        ).fetchone()[0] == 0
+
+
+def test_dapo_stops_the_run_when_its_rollout_budget_is_spent(data, tmp_path):
+    """Factor 1: DAPO may spend only a plain run's rollouts. It regenerates, so it runs out before
+    its 4 steps: the run stops at the step that leaves less than one batch of budget, with that
+    step validated and checkpointed, and resuming it runs nothing more."""
+    cfg = _cfg(tmp_path, method="dapo", steps=4, checkpoint_every=3)
+    cfg = cfg.with_overrides(dapo=type(cfg.dapo)(max_rollout_factor=1.0))
+    out = tmp_path / "toy-grpo-dapo-s0"
+    done = train_local(cfg, _paths(data, out), progress=False, load_policy=ToyPolicy.load)
+    budget = 4 * 6 * G
+    assert done["stopped_by"] == "rollout_cap" and 1 <= done["steps"] < 4
+    assert budget - 6 * G < done["rollouts_cumulative"] <= budget
+    assert str(done["steps"]) in done["val_acc"]
+    assert (out / "checkpoints" / f"step_{done['steps']:08d}.pt").is_file()
+    again = train_local(cfg, _paths(data, out), progress=False, load_policy=ToyPolicy.load)
+    assert (again["steps"], again["rollouts_cumulative"]) == (done["steps"],
+                                                              done["rollouts_cumulative"])
+    con = duckdb.connect(str(out / "history.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*), sum(rollouts) FROM steps").fetchone() == (
+        done["steps"], done["rollouts_cumulative"])
 
 
 @pytest.mark.parametrize("train,match", [

@@ -132,7 +132,8 @@ class SamplerConfig:
 
 @dataclass(frozen=True)
 class DapoConfig:
-    """``dapo``: the per-step rollout cap (x B*G; the paper's 3) and verl-recipe's batch limit."""
+    """``dapo``: the run's rollout cap (x a non-filtering run's rollouts; the paper's 3) and
+    verl-recipe's per-step batch limit."""
 
     max_rollout_factor: float = 3.0
     max_num_gen_batches: int = 0   # 0: no limit (the rollout cap still applies)
@@ -229,9 +230,12 @@ class TrainConfig:
         return self.method in VADE_FAMILY
 
     @property
-    def max_rollouts_per_step(self) -> int:
-        """DAPO's cap: ``max_rollout_factor`` x B x G rollouts per step."""
-        return int(self.dapo.max_rollout_factor * self.batch_size * self.rollouts_per_prompt)
+    def rollout_budget(self) -> int:
+        """DAPO's cap on the whole run: ``max_rollout_factor`` x the rollouts of a non-filtering
+        run (steps x B x G). The paper's wording ("three times the total"), and what the verl
+        entry enforces; a run that cannot afford another plain batch stops early."""
+        return int(self.dapo.max_rollout_factor * self.steps * self.batch_size
+                   * self.rollouts_per_prompt)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

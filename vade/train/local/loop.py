@@ -6,7 +6,10 @@ Per step: select a batch (``vade.sampling`` sampler; DAPO: the uniform stream, r
 starting model -> optimizer step(s) -> ``sampler.observe`` -> one DuckDB transaction (RunStore)
 and one MLflow batch. Validation every ``val_every`` steps, checkpoints every
 ``checkpoint_every`` steps; a restart resumes from the newest checkpoint and rewrites the steps
-after it, so the history has each step exactly once and equals an uninterrupted run's.
+after it, so the history has each step exactly once and equals an uninterrupted run's. DAPO's
+rollout cap covers the whole run (``TrainConfig.rollout_budget``, as the verl entry): a step may
+regenerate as long as the budget lasts, and the run stops early, validated and checkpointed, once
+the budget cannot pay for another batch (``done.json``: ``stopped_by``).
 
 Determinism (what resume equivalence rests on): one torch thread, deterministic algorithms, the
 engine seeded per (seed, step, generation batch), the sampler's own RNGs in its state_dict, and
@@ -160,19 +163,23 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
         t_run = time.perf_counter()
         generated_here = 0
         for step in bar:
-            metrics, obs, sampler_s, generated = _train_step(cfg, policy, sampler, examples,
-                                                             step)
+            if _budget_spent(cfg, state["rollouts_cumulative"]):
+                break  # a resumed DAPO run that had already stopped at the rollout cap
+            metrics, obs, sampler_s, generated = _train_step(
+                cfg, policy, sampler, examples, step,
+                max_rollouts=cfg.rollout_budget - state["rollouts_cumulative"])
             state["rollouts_cumulative"] += generated
             generated_here += generated
             metrics["vade/rollouts_cumulative"] = float(state["rollouts_cumulative"])
-            if cfg.val_every and step % cfg.val_every == 0 or step == cfg.steps:
+            last = step == cfg.steps or _budget_spent(cfg, state["rollouts_cumulative"])
+            if cfg.val_every and step % cfg.val_every == 0 or last:
                 state["val"][step] = _validate(policy.engine, val_examples, cfg, step)
                 metrics["val/acc"] = state["val"][step]
             store.log_step(obs, sampler_seconds=sampler_s, rollouts_generated=generated,
                            metrics=metrics, state=sampler)
             tracker.log_metrics(metrics, step=step)
             state["step"] = step
-            if cfg.checkpoint_every and (step % cfg.checkpoint_every == 0 or step == cfg.steps):
+            if cfg.checkpoint_every and (step % cfg.checkpoint_every == 0 or last):
                 save_checkpoint(paths.checkpoints, step, {
                     "config": _fingerprint(cfg), "policy": policy.state_dict(),
                     "sampler": sampler.state_dict(), "rng": capture_rng(), **state,
@@ -184,6 +191,8 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
                             refresh=False)
             if crash_after_step is not None and step == crash_after_step:
                 raise RuntimeError(f"simulated crash after step {step}")
+            if last:
+                break
         wall = time.perf_counter() - t_run
         policy.save_final(paths.out / "final")
         eff = [r[0] for r in store.con.execute(
@@ -192,11 +201,12 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
         done = {
             "run_id": run_id, "method": cfg.method, "algorithm": cfg.algorithm,
             "seed": cfg.seed, "backend": "local", "steps": state["step"],
+            "stopped_by": "completed" if state["step"] == cfg.steps else "rollout_cap",
             "rollouts_cumulative": int(state["rollouts_cumulative"]),
             "effective_ratio_mean": float(np.mean(eff)) if eff else None,
             "val_acc": {str(k): v for k, v in sorted(state["val"].items())},
             "val_acc_final": state["val"].get(state["step"]),
-            "seconds_per_step_this_process": wall / max(cfg.steps - start, 1),
+            "seconds_per_step_this_process": wall / max(state["step"] - start, 1),
             "mlflow_run_id": tracker.run_id, "code_version": code_version(),
             "history": str(paths.history), "final_model": str(paths.out / "final"),
         }
@@ -208,10 +218,17 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
     return done
 
 
+def _budget_spent(cfg: TrainConfig, rollouts: int) -> bool:
+    """DAPO only: the run's rollout budget cannot pay for one more plain batch."""
+    return (cfg.method == "dapo"
+            and cfg.rollout_budget - rollouts < cfg.batch_size * cfg.rollouts_per_prompt)
+
+
 def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any],
-                step: int) -> tuple[dict[str, float], Any, float, int]:
-    """One step: generate (with DAPO refills), update, observe. Returns metrics, the
-    observation, sampler seconds and rollouts generated."""
+                step: int, *, max_rollouts: int) -> tuple[dict[str, float], Any, float, int]:
+    """One step: generate (DAPO: refills, at most ``max_rollouts``, what is left of the run's
+    budget), update, observe. Returns metrics, the observation, sampler seconds and rollouts
+    generated."""
     from vade.train.dapo import dynamic_sample
     from vade.train.local.batch import StepBatch, derive_seed, generate_groups
     from vade.train.local.update import actor_update
@@ -235,7 +252,7 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
     metrics: dict[str, float] = {}
     if cfg.method == "dapo":
         res = dynamic_sample(draw, generate, batch_size=cfg.batch_size, group_size=g,
-                             max_rollouts=cfg.max_rollouts_per_step,
+                             max_rollouts=max_rollouts,
                              max_gen_batches=cfg.dapo.max_num_gen_batches)
         batch = StepBatch([(p.payload, p.kept) for p in res.pieces])
         if res.kept_indices.size:

@@ -17,7 +17,8 @@ from typing import Any
 
 import yaml
 
-__all__ = ["add_config_arguments", "load_config", "section", "reject_unknown"]
+__all__ = ["add_config_arguments", "check_float", "check_int", "load_config", "reject_unknown",
+           "section"]
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -74,3 +75,23 @@ def reject_unknown(values: Mapping[str, Any], allowed: set[str] | frozenset[str]
     unknown = sorted(set(values) - set(allowed))
     if unknown:
         raise ValueError(f"unknown key '{where}.{unknown[0]}' (allowed: {sorted(allowed)})")
+
+
+def check_int(where: str, value: Any, lo: int, hi: int) -> int:
+    """``value`` if it is an integer (not a bool) in [lo, hi]; else ValueError naming the key."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValueError(f"config key '{where}' must be an integer in [{lo}, {hi}], got {value!r}")
+    return value
+
+
+def check_float(where: str, value: Any, lo: float, hi: float, *, open_lo: bool = False) -> float:
+    """``value`` as a float if it is a number (not a bool) in [lo, hi] ((lo, hi] if ``open_lo``);
+    else ValueError naming the key."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok:
+        ok = (lo < value if open_lo else lo <= value) and value <= hi
+    if not ok:
+        bracket = "(" if open_lo else "["
+        raise ValueError(f"config key '{where}' must be a number in {bracket}{lo}, {hi}], "
+                         f"got {value!r}")
+    return float(value)

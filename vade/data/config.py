@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from vade.config_io import reject_unknown
+from vade.config_io import check_float, check_int, reject_unknown
 
 __all__ = [
     "CHART_STYLES",
@@ -33,23 +33,6 @@ CHART_STYLES = ("bar", "line")
 OVERLAP_MATCH = ("image", "question", "either", "both")
 # The paper's setup: brief reasoning, final answer in \boxed{} (what vade.rewards extracts first).
 DEFAULT_PROMPT_TEMPLATE = ("{question}\nThink briefly, then put the final answer in \\boxed{}.")
-
-
-def _int(where: str, value: Any, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ValueError(f"config key '{where}' must be an integer in [{lo}, {hi}], got {value!r}")
-    return value
-
-
-def _float(where: str, value: Any, lo: float, hi: float, *, open_lo: bool = False) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if ok:
-        ok = (lo < value if open_lo else lo <= value) and value <= hi
-    if not ok:
-        bracket = "(" if open_lo else "["
-        raise ValueError(f"config key '{where}' must be a number in {bracket}{lo}, {hi}], "
-                         f"got {value!r}")
-    return float(value)
 
 
 def _bool(where: str, value: Any) -> bool:
@@ -101,15 +84,15 @@ class SyntheticConfig:
     def __post_init__(self) -> None:
         w = "data.synthetic"
         _choices(f"{w}.domains", list(self.domains), SYNTHETIC_DOMAINS)
-        _int(f"{w}.train", self.train, 1, 10_000_000)
-        _int(f"{w}.val", self.val, 0, 10_000_000)
-        _int(f"{w}.warmstart", self.warmstart, 0, 10_000_000)
-        _int(f"{w}.eval", self.eval, 0, 10_000_000)
-        _int(f"{w}.image_size", self.image_size, 28, 1024)
-        _float(f"{w}.difficulty_alpha", self.difficulty_alpha, 0.0, 100.0, open_lo=True)
-        _float(f"{w}.difficulty_beta", self.difficulty_beta, 0.0, 100.0, open_lo=True)
-        _float(f"{w}.noise", self.noise, 0.0, 1.0)
-        _int(f"{w}.max_count", self.max_count, 2, 9)
+        check_int(f"{w}.train", self.train, 1, 10_000_000)
+        check_int(f"{w}.val", self.val, 0, 10_000_000)
+        check_int(f"{w}.warmstart", self.warmstart, 0, 10_000_000)
+        check_int(f"{w}.eval", self.eval, 0, 10_000_000)
+        check_int(f"{w}.image_size", self.image_size, 28, 1024)
+        check_float(f"{w}.difficulty_alpha", self.difficulty_alpha, 0.0, 100.0, open_lo=True)
+        check_float(f"{w}.difficulty_beta", self.difficulty_beta, 0.0, 100.0, open_lo=True)
+        check_float(f"{w}.noise", self.noise, 0.0, 1.0)
+        check_int(f"{w}.max_count", self.max_count, 2, 9)
         _choices(f"{w}.chart_styles", list(self.chart_styles), CHART_STYLES)
 
 
@@ -135,7 +118,7 @@ class PaperConfig:
         for name, count in self.tasks.items():
             if name not in TASKS:
                 raise ValueError(f"unknown key '{w}.tasks.{name}' (allowed: {sorted(TASKS)})")
-            _int(f"{w}.tasks.{name}", count, 0, 10_000_000)
+            check_int(f"{w}.tasks.{name}", count, 0, 10_000_000)
         _opt_str(f"{w}.local_dir", self.local_dir)
         _opt_str(f"{w}.cache_dir", self.cache_dir)
         _bool(f"{w}.use_hub", self.use_hub)
@@ -163,14 +146,14 @@ class DataConfig:
         if self.kind not in DATA_KINDS:
             raise ValueError(f"config key 'data.kind' must be one of {list(DATA_KINDS)}, "
                              f"got {self.kind!r}")
-        _int("seed", self.seed, 0, 2**63 - 1)
+        check_int("seed", self.seed, 0, 2**63 - 1)
         if not isinstance(self.prompt_template, str) or self.prompt_template.count("{question}") != 1:
             raise ValueError("config key 'data.prompt_template' must be a string holding "
                              "'{question}' exactly once")
         if "<image>" in self.prompt_template or "<video>" in self.prompt_template:
             raise ValueError("config key 'data.prompt_template' must not hold '<image>'/'<video>' "
                              "(the builder places one <image> per image)")
-        _float("data.val_fraction", self.val_fraction, 0.0, 0.5)
+        check_float("data.val_fraction", self.val_fraction, 0.0, 0.5)
         if self.kind == "paper" and self.paper is None:
             raise ValueError("config key 'data.paper' is required when data.kind is 'paper'")
 

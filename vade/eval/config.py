@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from vade.config_io import reject_unknown
+from vade.config_io import check_int, reject_unknown
 
 __all__ = ["PAPER_BENCHMARKS", "Benchmark", "EvaluateConfig", "JudgeConfig"]
 
@@ -97,10 +97,8 @@ class JudgeConfig:
                 raise ValueError(f"evaluate.judge.{key} must be a non-empty string")
         for key, lo, hi in (("port", 1, 65535), ("tensor_parallel_size", 1, 64),
                             ("ready_timeout_s", 1, 86400)):
-            if key in v and (isinstance(v[key], bool) or not isinstance(v[key], int)
-                             or not lo <= v[key] <= hi):
-                raise ValueError(f"evaluate.judge.{key} must be an integer in [{lo}, {hi}], "
-                                 f"got {v[key]!r}")
+            if key in v:
+                check_int(f"evaluate.judge.{key}", v[key], lo, hi)
         for key in ("extra_args", "command"):
             if key in v:
                 if not isinstance(v[key], (list, tuple)) or not all(
@@ -138,11 +136,8 @@ class EvaluateConfig:
         for key, lo, hi in (("repeats", 1, 64), ("seed", 0, 2**31 - 1),
                             ("max_new_tokens", 1, 65536), ("batch_size", 1, 1024),
                             ("limit", 1, 10**9)):
-            if key in v and v[key] is not None and (
-                    isinstance(v[key], bool) or not isinstance(v[key], int)
-                    or not lo <= v[key] <= hi):
-                raise ValueError(f"evaluate.{key} must be an integer in [{lo}, {hi}], "
-                                 f"got {v[key]!r}")
+            if key in v and v[key] is not None:
+                check_int(f"evaluate.{key}", v[key], lo, hi)
         for key, lo, hi, lo_open in (("temperature", 0.0, 2.0, False), ("top_p", 0.0, 1.0, True)):
             if key in v:
                 x = v[key]

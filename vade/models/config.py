@@ -16,23 +16,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from vade.config_io import reject_unknown
+from vade.config_io import check_float, check_int, reject_unknown
 
 __all__ = ["ModelConfig", "TinyArchConfig", "WarmStartConfig", "model_config_from_section"]
 
 MODEL_KINDS = ("tiny", "pretrained")
-
-
-def _check_int(where: str, value: Any, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ValueError(f"config key '{where}' must be an integer in [{lo}, {hi}], got {value!r}")
-    return value
-
-
-def _check_float(where: str, value: Any, lo: float, hi: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
-        raise ValueError(f"config key '{where}' must be a number in [{lo}, {hi}], got {value!r}")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -60,19 +48,19 @@ class TinyArchConfig:
 
     def __post_init__(self) -> None:
         w = "model.tiny."
-        _check_int(w + "hidden_size", self.hidden_size, 8, 8192)
-        _check_int(w + "num_layers", self.num_layers, 1, 128)
-        _check_int(w + "num_heads", self.num_heads, 1, 128)
-        _check_int(w + "num_kv_heads", self.num_kv_heads, 1, 128)
-        _check_int(w + "intermediate_size", self.intermediate_size, 8, 65536)
-        _check_int(w + "vision_hidden_size", self.vision_hidden_size, 8, 8192)
-        _check_int(w + "vision_depth", self.vision_depth, 1, 64)
-        _check_int(w + "vision_heads", self.vision_heads, 1, 64)
-        _check_int(w + "vision_intermediate_size", self.vision_intermediate_size, 8, 65536)
-        _check_int(w + "patch_size", self.patch_size, 2, 64)
-        _check_int(w + "spatial_merge_size", self.spatial_merge_size, 1, 8)
-        _check_int(w + "vocab_size", self.vocab_size, 300, 200_000)
-        _check_int(w + "max_position_embeddings", self.max_position_embeddings, 64, 1 << 20)
+        check_int(w + "hidden_size", self.hidden_size, 8, 8192)
+        check_int(w + "num_layers", self.num_layers, 1, 128)
+        check_int(w + "num_heads", self.num_heads, 1, 128)
+        check_int(w + "num_kv_heads", self.num_kv_heads, 1, 128)
+        check_int(w + "intermediate_size", self.intermediate_size, 8, 65536)
+        check_int(w + "vision_hidden_size", self.vision_hidden_size, 8, 8192)
+        check_int(w + "vision_depth", self.vision_depth, 1, 64)
+        check_int(w + "vision_heads", self.vision_heads, 1, 64)
+        check_int(w + "vision_intermediate_size", self.vision_intermediate_size, 8, 65536)
+        check_int(w + "patch_size", self.patch_size, 2, 64)
+        check_int(w + "spatial_merge_size", self.spatial_merge_size, 1, 8)
+        check_int(w + "vocab_size", self.vocab_size, 300, 200_000)
+        check_int(w + "max_position_embeddings", self.max_position_embeddings, 64, 1 << 20)
         if self.hidden_size % self.num_heads:
             raise ValueError(f"config key '{w}hidden_size' ({self.hidden_size}) must be divisible "
                              f"by '{w}num_heads' ({self.num_heads})")
@@ -90,8 +78,8 @@ class TinyArchConfig:
                              f" (hidden_size/num_heads/2), got sum {sum(sec)}")
         object.__setattr__(self, "mrope_section", sec)
         factor = self.patch_size * self.spatial_merge_size
-        _check_int(w + "min_pixels", self.min_pixels, factor * factor, 1 << 26)
-        _check_int(w + "max_pixels", self.max_pixels, self.min_pixels, 1 << 26)
+        check_int(w + "min_pixels", self.min_pixels, factor * factor, 1 << 26)
+        check_int(w + "max_pixels", self.max_pixels, self.min_pixels, 1 << 26)
 
 
 @dataclass(frozen=True)
@@ -108,12 +96,12 @@ class WarmStartConfig:
 
     def __post_init__(self) -> None:
         w = "model.warm_start."
-        _check_int(w + "steps", self.steps, 0, 1_000_000)
-        _check_float(w + "lr", self.lr, 1e-8, 1.0)
-        _check_int(w + "batch_size", self.batch_size, 1, 65536)
-        _check_float(w + "weight_decay", self.weight_decay, 0.0, 10.0)
-        _check_int(w + "warmup_steps", self.warmup_steps, 0, 1_000_000)
-        _check_float(w + "eval_fraction", self.eval_fraction, 0.0, 0.5)
+        check_int(w + "steps", self.steps, 0, 1_000_000)
+        check_float(w + "lr", self.lr, 1e-8, 1.0)
+        check_int(w + "batch_size", self.batch_size, 1, 65536)
+        check_float(w + "weight_decay", self.weight_decay, 0.0, 10.0)
+        check_int(w + "warmup_steps", self.warmup_steps, 0, 1_000_000)
+        check_float(w + "eval_fraction", self.eval_fraction, 0.0, 0.5)
 
 
 @dataclass(frozen=True)
@@ -132,7 +120,7 @@ class ModelConfig:
         if self.kind == "pretrained" and not self.name_or_path:
             raise ValueError("config key 'model.name_or_path' is required when model.kind is "
                              "'pretrained' (an HF id such as Qwen/Qwen2.5-VL-3B-Instruct or a folder)")
-        _check_int("model.threads", self.threads, 0, 1024)
+        check_int("model.threads", self.threads, 0, 1024)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 from itertools import pairwise
 from typing import Any
 
-from vade.config_io import reject_unknown
+from vade.config_io import check_int, reject_unknown
 
 __all__ = ["ReportConfig", "expected_runs"]
 
@@ -56,10 +56,8 @@ class ReportConfig:
                              f"got {v['paper_comparison']!r}")
         for key, lo, hi in (("heatmap_samples", 1, 1000), ("seed", 0, 2**32 - 1),
                             ("decimals", 0, 6)):
-            if key in v and (isinstance(v[key], bool) or not isinstance(v[key], int)
-                             or not lo <= v[key] <= hi):
-                raise ValueError(f"report.{key} must be an integer in [{lo}, {hi}], "
-                                 f"got {v[key]!r}")
+            if key in v:
+                check_int(f"report.{key}", v[key], lo, hi)
         if v.get("heatmap_run") is not None and not isinstance(v["heatmap_run"], str):
             raise ValueError(f"report.heatmap_run must be a run id, got {v['heatmap_run']!r}")
         if "difficulty_buckets" in v:

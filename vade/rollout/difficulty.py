@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vade.config_io import reject_unknown
+from vade.config_io import check_float, check_int, reject_unknown
 
 if TYPE_CHECKING:  # pragma: no cover
     from vade.data.records import Example
@@ -61,13 +61,8 @@ class DifficultyConfig:
             raise ValueError(f"config key '{w}engine' must be one of {ENGINES}, got {self.engine!r}")
         for key, lo, hi in (("rollouts", 2, 1024), ("max_new_tokens", 1, 1 << 16),
                             ("batch_size", 1, 1 << 20), ("threads", 0, 1024)):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-                raise ValueError(f"config key '{w}{key}' must be an integer in [{lo}, {hi}], "
-                                 f"got {v!r}")
-        t = self.temperature
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 2:
-            raise ValueError(f"config key '{w}temperature' must be a number in (0, 2], got {t!r}")
+            check_int(w + key, getattr(self, key), lo, hi)
+        check_float(w + "temperature", self.temperature, 0, 2, open_lo=True)
 
 
 def difficulty_config_from_section(values: Mapping[str, Any] | None) -> DifficultyConfig:

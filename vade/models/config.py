@@ -48,19 +48,14 @@ class TinyArchConfig:
 
     def __post_init__(self) -> None:
         w = "model.tiny."
-        check_int(w + "hidden_size", self.hidden_size, 8, 8192)
-        check_int(w + "num_layers", self.num_layers, 1, 128)
-        check_int(w + "num_heads", self.num_heads, 1, 128)
-        check_int(w + "num_kv_heads", self.num_kv_heads, 1, 128)
-        check_int(w + "intermediate_size", self.intermediate_size, 8, 65536)
-        check_int(w + "vision_hidden_size", self.vision_hidden_size, 8, 8192)
-        check_int(w + "vision_depth", self.vision_depth, 1, 64)
-        check_int(w + "vision_heads", self.vision_heads, 1, 64)
-        check_int(w + "vision_intermediate_size", self.vision_intermediate_size, 8, 65536)
-        check_int(w + "patch_size", self.patch_size, 2, 64)
-        check_int(w + "spatial_merge_size", self.spatial_merge_size, 1, 8)
-        check_int(w + "vocab_size", self.vocab_size, 300, 200_000)
-        check_int(w + "max_position_embeddings", self.max_position_embeddings, 64, 1 << 20)
+        for key, lo, hi in (("hidden_size", 8, 8192), ("num_layers", 1, 128),
+                            ("num_heads", 1, 128), ("num_kv_heads", 1, 128),
+                            ("intermediate_size", 8, 65536), ("vision_hidden_size", 8, 8192),
+                            ("vision_depth", 1, 64), ("vision_heads", 1, 64),
+                            ("vision_intermediate_size", 8, 65536), ("patch_size", 2, 64),
+                            ("spatial_merge_size", 1, 8), ("vocab_size", 300, 200_000),
+                            ("max_position_embeddings", 64, 1 << 20)):
+            check_int(w + key, getattr(self, key), lo, hi)
         if self.hidden_size % self.num_heads:
             raise ValueError(f"config key '{w}hidden_size' ({self.hidden_size}) must be divisible "
                              f"by '{w}num_heads' ({self.num_heads})")

@@ -6,7 +6,8 @@ import argparse
 
 import pytest
 
-from vade.config_io import check_float, check_int, load_config, reject_unknown, section
+from vade.config_io import (check_bool, check_float, check_int, load_config, reject_unknown,
+                             section)
 
 
 def test_check_int_bounds_and_types():
@@ -15,6 +16,14 @@ def test_check_int_bounds_and_types():
         with pytest.raises(ValueError, match=r"config key 'train\.steps' must be an integer "
                                              r"in \[1, 5\], got "):
             check_int("train.steps", bad, 1, 5)
+
+
+def test_check_bool_takes_only_yaml_booleans():
+    assert check_bool("data.paper.use_hub", False) is False
+    for bad in (1, 0, "yes", None):
+        with pytest.raises(ValueError, match=r"config key 'data\.paper\.use_hub' must be true or "
+                                             r"false, got "):
+            check_bool("data.paper.use_hub", bad)
 
 
 def test_check_float_open_and_closed_lower_bound():

@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-__all__ = ["add_config_arguments", "check_float", "check_int", "load_config", "reject_unknown",
-           "section"]
+__all__ = ["add_config_arguments", "check_bool", "check_float", "check_int", "load_config",
+           "reject_unknown", "section"]
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -75,6 +75,13 @@ def reject_unknown(values: Mapping[str, Any], allowed: set[str] | frozenset[str]
     unknown = sorted(set(values) - set(allowed))
     if unknown:
         raise ValueError(f"unknown key '{where}.{unknown[0]}' (allowed: {sorted(allowed)})")
+
+
+def check_bool(where: str, value: Any) -> bool:
+    """``value`` if it is a YAML boolean; else ValueError naming the key (1 and "yes" are not)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"config key '{where}' must be true or false, got {value!r}")  # noqa: TRY004
+    return value
 
 
 def check_int(where: str, value: Any, lo: int, hi: int) -> int:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from vade.config_io import check_float, check_int, reject_unknown
+from vade.config_io import check_bool, check_float, check_int, reject_unknown
 
 __all__ = [
     "CHART_STYLES",
@@ -33,12 +33,6 @@ CHART_STYLES = ("bar", "line")
 OVERLAP_MATCH = ("image", "question", "either", "both")
 # The paper's setup: brief reasoning, final answer in \boxed{} (what vade.rewards extracts first).
 DEFAULT_PROMPT_TEMPLATE = ("{question}\nThink briefly, then put the final answer in \\boxed{}.")
-
-
-def _bool(where: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"config key '{where}' must be true or false, got {value!r}")  # noqa: TRY004
-    return value
 
 
 def _opt_str(where: str, value: Any) -> str | None:
@@ -121,8 +115,8 @@ class PaperConfig:
             check_int(f"{w}.tasks.{name}", count, 0, 10_000_000)
         _opt_str(f"{w}.local_dir", self.local_dir)
         _opt_str(f"{w}.cache_dir", self.cache_dir)
-        _bool(f"{w}.use_hub", self.use_hub)
-        _bool(f"{w}.allow_short", self.allow_short)
+        check_bool(f"{w}.use_hub", self.use_hub)
+        check_bool(f"{w}.allow_short", self.allow_short)
         if isinstance(self.exclude, str) or not all(isinstance(p, str) and p for p in self.exclude):
             raise ValueError(f"config key '{w}.exclude' must be a list of file paths, "
                              f"got {self.exclude!r}")

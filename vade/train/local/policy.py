@@ -13,10 +13,25 @@ from typing import Any
 
 from vade.train.config import TrainConfig
 
-__all__ = ["LocalPolicy"]
+__all__ = ["LocalPolicy", "ModelOptimizerState"]
 
 
-class LocalPolicy:
+class ModelOptimizerState:
+    """What a checkpoint holds of any trainer policy (the real one and the test toy): the
+    trained weights and the optimizer; the reference model is reloaded, never saved."""
+
+    model: Any
+    optimizer: Any
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
+
+class LocalPolicy(ModelOptimizerState):
     """``model`` (trained), ``ref_model`` (frozen start, or None without a KL loss),
     ``optimizer``, ``engine`` (``HFEngine``) and ``token_logprobs`` at the rollout temperature."""
 
@@ -52,13 +67,6 @@ class LocalPolicy:
             ref.eval()
             ref.requires_grad_(False)
         return cls(policy, ref, cfg)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
 
     def save_final(self, folder: Path) -> None:
         """``save_pretrained`` of model + processor, written under a temporary name and renamed,

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from vade.train.config import TrainConfig
+from vade.train.local.policy import ModelOptimizerState
 
 __all__ = ["ToyPolicy"]
 
@@ -91,7 +92,7 @@ class ToyEngine:
         return ToyRollouts(pos, texts, resp, mask, ids[torch.as_tensor(pos)])
 
 
-class ToyPolicy:
+class ToyPolicy(ModelOptimizerState):
     """The bundle the loop expects: model, optimizer, ref_model, engine, token_logprobs."""
 
     def __init__(self, cfg: TrainConfig, init_seed: int = 1234) -> None:
@@ -110,13 +111,6 @@ class ToyPolicy:
     def load(cls, path: str | Path, cfg: TrainConfig) -> ToyPolicy:
         """``path`` is ignored: every run starts from the same seeded toy model."""
         return cls(cfg)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
 
     def save_final(self, folder: Path) -> None:
         import os

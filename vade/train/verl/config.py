@@ -12,16 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from vade.config_io import reject_unknown
+from vade.config_io import check_bool, reject_unknown
 from vade.sampling.checks import check_number
 from vade.train.config import ALGORITHMS
 
 __all__ = ["ALGORITHMS", "DapoSettings", "VerlConfig"]
-
-
-def _check_bool(where: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"{where} must be true or false, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -83,7 +78,7 @@ class VerlConfig:
         check_number(w + "temperature", self.temperature, 0.0, 10.0, lo_open=True)
         for key in ("filter_overlong_prompts", "val_before_train", "gradient_checkpointing",
                     "param_offload", "optimizer_offload"):
-            _check_bool(w + key, getattr(self, key))
+            check_bool(w + key, getattr(self, key))
         if self.rollout_engine not in ("vllm", "sglang"):
             raise ValueError(f"{w}rollout_engine must be 'vllm' or 'sglang', "
                              f"got {self.rollout_engine!r}")

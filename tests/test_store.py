@@ -122,6 +122,19 @@ def test_truncate_after_forgets_later_steps(tmp_path):
     assert query([path], "SELECT max(step) FROM snapshots").fetchone() == (4,)
 
 
+def test_log_metrics_records_step_zero_and_replaces_a_repeated_name(tmp_path):
+    path = tmp_path / "run.duckdb"
+    _run(path, "r", steps=2)
+    with RunStore(path, "r") as store:
+        store.log_metrics(0, {"val/acc": 0.25, "val/rows": 8})
+        store.log_metrics(0, {"val/acc": 0.5})  # a resumed run validating step 0 again
+        with pytest.raises(ValueError, match="from 0"):
+            store.log_metrics(-1, {"val/acc": 1.0})
+    rows = query([path], "SELECT name, value FROM metrics WHERE step = 0 ORDER BY name").fetchall()
+    assert rows == [("val/acc", 0.5), ("val/rows", 8.0)]
+    assert query([path], "SELECT count(*) FROM metrics WHERE step = 1").fetchone() == (1,)
+
+
 def test_a_failed_step_write_rolls_back_and_keeps_earlier_steps(tmp_path, monkeypatch):
     path = tmp_path / "run.duckdb"
     s = _run(path, "r", steps=3)

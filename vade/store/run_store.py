@@ -24,6 +24,14 @@ from vade.store.schema import CREATE_TABLES, view_sql
 __all__ = ["RunStore"]
 
 
+def _metric_values(metrics: Mapping[str, float] | None) -> dict[str, float]:
+    values = {k: float(v) for k, v in (metrics or {}).items()}
+    bad = [k for k in values if not isinstance(k, str) or not k]
+    if bad:
+        raise ValueError(f"metric names must be non-empty strings, got {bad!r}")
+    return values
+
+
 def _decay_unselected(sampler_config: Mapping[str, Any]) -> float | None:
     """The per-step factor on unobserved samples (eq. 6), or None for samplers without state."""
     if sampler_config.get("kind") != "vade":
@@ -157,10 +165,7 @@ class RunStore:
         step = int(obs.step)
         if step < 1:
             raise ValueError(f"steps are numbered from 1, got {step}")
-        values = {k: float(v) for k, v in (metrics or {}).items()}
-        bad = [k for k, v in values.items() if not isinstance(k, str) or not k]
-        if bad:
-            raise ValueError(f"metric names must be non-empty strings, got {bad!r}")
+        values = _metric_values(metrics)
         n = obs.indices.size
         take_snapshot = (self.snapshot_every > 0 and step % self.snapshot_every == 0
                          and state is not None)
@@ -176,13 +181,7 @@ class RunStore:
                 [self.run_id, step, n, obs.effective_ratio, obs.mean_accuracy,
                  int(rollouts_generated if rollouts_generated is not None else obs.n_rollouts),
                  sampler_seconds])
-            if values:
-                self._insert("metrics", {
-                    "run_id": pa.array([self.run_id] * len(values), pa.string()),
-                    "step": np.full(len(values), step, dtype=np.int32),
-                    "name": pa.array(list(values), pa.string()),
-                    "value": pa.array(list(values.values()), pa.float64(), from_pandas=True),
-                })
+            self._insert_metrics(step, values)
             missing = pa.nulls(n, pa.float64())
             self._insert("events", {
                 "run_id": pa.array(np.full(n, self.run_id, dtype=object), pa.string()),
@@ -203,6 +202,35 @@ class RunStore:
 
         self._transaction(work)
         self._logged_through = max(self._logged_through, step)
+
+    def _insert_metrics(self, step: int, values: Mapping[str, float]) -> None:
+        if values:
+            self._insert("metrics", {
+                "run_id": pa.array([self.run_id] * len(values), pa.string()),
+                "step": np.full(len(values), step, dtype=np.int32),
+                "name": pa.array(list(values), pa.string()),
+                "value": pa.array(list(values.values()), pa.float64(), from_pandas=True),
+            })
+
+    def log_metrics(self, step: int, metrics: Mapping[str, float]) -> None:
+        """Record metrics that belong to no sampler step, such as validation at step 0.
+
+        A name already logged at ``step`` is replaced, so a resumed run that validates again
+        does not leave two values for one (step, name).
+        """
+        step = int(step)
+        if step < 0:
+            raise ValueError(f"steps are numbered from 0, got {step}")
+        values = _metric_values(metrics)
+
+        def work() -> None:
+            for name in values:
+                self.con.execute(
+                    "DELETE FROM metrics WHERE run_id = ? AND step = ? AND name = ?",
+                    [self.run_id, step, name])
+            self._insert_metrics(step, values)
+
+        self._transaction(work)
 
     def truncate_after(self, step: int) -> None:
         """Forget steps after ``step`` (resuming from a checkpoint taken at ``step``)."""

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vade.bench.diva_calibration import calibrate, item_from_example, variant_example
+from vade.bench.diva_calibration import calibrate
+from vade.data.variants import item_from_example, variant_example
 from vade.data.config import DEFAULT_PROMPT_TEMPLATE, SyntheticConfig
 from vade.data.records import example_from_row
 from vade.data.splits import rng_for

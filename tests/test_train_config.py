@@ -17,8 +17,16 @@ def test_defaults_and_algorithm_blocks():
     assert (gspo.algo.clip_ratio_low, gspo.algo.clip_ratio_high) == (1e-3, 4e-4)
     assert gspo.algo.loss_agg_mode == "seq-mean-token-mean"
     assert cfg.mini_batch_size == 16 and cfg.rollout_budget == 3 * cfg.steps * 16 * 8
-    assert set(TRAIN_METHODS) == {"vanilla", "dapo", "vade", "symmetric", "greedy", "last-update"}
+    assert set(TRAIN_METHODS) == {"vanilla", "dapo", "vade", "symmetric", "greedy", "last-update",
+                                  "diva", "vade-diva"}
     assert cfg.needs_difficulty and not TrainConfig(method="dapo").needs_difficulty
+    # DIVA's levels start from the initial rollouts; the sampler under it chooses the originals
+    assert TrainConfig(method="diva").needs_difficulty
+    assert [TrainConfig(method=m).sampler_method for m in ("diva", "vade-diva", "dapo", "greedy")
+            ] == ["vanilla", "vade", "vanilla", "greedy"]
+    assert TrainConfig.from_config({"diva": {"k": 0.2}}).diva.k == 0.2
+    with pytest.raises(ValueError, match="diva.low_reward_scale = 2"):
+        TrainConfig.from_config({"diva": {"low_reward_scale": 2}})
 
 
 def test_cli_overrides_replace_config_values():

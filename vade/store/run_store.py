@@ -172,7 +172,7 @@ class RunStore:
 
         def work() -> None:
             if step <= self._logged_through:  # a replayed step: replace what it wrote
-                for table in ("steps", "metrics", "events"):
+                for table in ("steps", "metrics", "events", "levels"):
                     self.con.execute(f"DELETE FROM {table} WHERE run_id = ? AND step = ?",
                                      [self.run_id, step])
             self.con.execute(
@@ -232,10 +232,39 @@ class RunStore:
 
         self._transaction(work)
 
+    def log_levels(self, step: int, sample_ids: np.ndarray, levels: np.ndarray,
+                   offsets: np.ndarray | None = None,
+                   mean_accuracy: np.ndarray | None = None) -> None:
+        """DIVA-GRPO difficulty levels after ``step`` (step 0: every sample's initial level),
+        the variant offset each sample trained with and the mean accuracy over its and its
+        variant's rollouts that moved the level; replaces what ``step`` logged before."""
+        step = int(step)
+        ids = np.asarray(sample_ids, dtype=np.int64)
+        lv = np.asarray(levels, dtype=np.int16)
+        for name, arr in (("levels", lv), ("offsets", offsets), ("mean_accuracy", mean_accuracy)):
+            if arr is not None and np.shape(arr) != ids.shape:
+                raise ValueError(f"log_levels: {ids.size} sample ids but {np.size(arr)} {name}")
+
+        def work() -> None:
+            self.con.execute("DELETE FROM levels WHERE run_id = ? AND step = ?",
+                             [self.run_id, step])
+            self._insert("levels", {
+                "run_id": pa.array(np.full(ids.size, self.run_id, dtype=object), pa.string()),
+                "step": np.full(ids.size, step, dtype=np.int32),
+                "sample_id": ids,
+                "level": lv,
+                "variant_offset": (pa.nulls(ids.size, pa.int16()) if offsets is None
+                                   else np.asarray(offsets, dtype=np.int16)),
+                "mean_accuracy": (pa.nulls(ids.size, pa.float64()) if mean_accuracy is None
+                                  else np.asarray(mean_accuracy, dtype=np.float64)),
+            })
+
+        self._transaction(work)
+
     def truncate_after(self, step: int) -> None:
         """Forget steps after ``step`` (resuming from a checkpoint taken at ``step``)."""
         def work() -> None:
-            for table in ("steps", "metrics", "events", "snapshots"):
+            for table in ("steps", "metrics", "events", "snapshots", "levels"):
                 self.con.execute(f"DELETE FROM {table} WHERE run_id = ? AND step > ?",
                                  [self.run_id, int(step)])
         self._transaction(work)

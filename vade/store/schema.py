@@ -9,6 +9,9 @@ with itself:
 * ``metrics``    long format (run, step, name, value) for anything a trainer reports.
 * ``events``     one row per (run, step, observed sample): p drawn, gain, r, G, posterior
                  before and after the step's update.
+* ``levels``     DIVA-GRPO runs only: (run, step, sample) difficulty level 1..9 after the step,
+                 the variant offset it trained with and the mean accuracy over the original's
+                 and its variant's rollouts that moved it (step 0: every initial level).
 * ``snapshots``  full alpha/beta of every sample after a step: step 0 (the initial state) and every
                  ``snapshot_every`` steps. Step 0 also defines the run's set of samples.
 
@@ -74,6 +77,15 @@ CREATE TABLE IF NOT EXISTS events (
     beta_before       DOUBLE,
     alpha_after       DOUBLE,
     beta_after        DOUBLE,
+    PRIMARY KEY (run_id, step, sample_id)
+);
+CREATE TABLE IF NOT EXISTS levels (
+    run_id            VARCHAR NOT NULL,
+    step              INTEGER NOT NULL,
+    sample_id         BIGINT  NOT NULL,
+    level             SMALLINT NOT NULL,
+    variant_offset    SMALLINT,
+    mean_accuracy     DOUBLE,
     PRIMARY KEY (run_id, step, sample_id)
 );
 CREATE TABLE IF NOT EXISTS snapshots (

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override train.backend")
     parser.add_argument("--algorithm", default=None, help="grpo | gspo (overrides train.algorithm)")
     parser.add_argument("--method", default=None,
-                        help="vanilla | dapo | vade | symmetric | greedy | last-update")
+                        help="vanilla | dapo | vade | symmetric | greedy | last-update | diva | vade-diva")
     parser.add_argument("--seed", type=int, default=None, help="override the config's seed")
     parser.add_argument("--data-dir", required=True, type=Path,
                         help="folder with train.parquet and val.parquet (data/<name>)")

@@ -31,13 +31,15 @@ __all__ = [
     "ALGORITHMS",
     "AlgoConfig",
     "BACKENDS",
+    "DIVA_METHODS",
     "DapoConfig",
+    "DivaConfig",
     "KL_TYPES",
     "LOSS_MODES",
     "SamplerConfig",
     "TRAIN_METHODS",
     "TrainConfig",
-    "VADE_FAMILY",
+    "NEEDS_DIFFICULTY",
     "algo_config",
 ]
 
@@ -47,8 +49,11 @@ AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
 LOSS_MODES = ("vanilla", "gspo")  # verl's actor.policy_loss.loss_mode: grpo uses vanilla
 KL_TYPES = ("low_var_kl", "k3", "kl", "k1", "mse", "k2", "abs")
 BACKENDS = ("local", "verl")
-TRAIN_METHODS = tuple(METHODS) + ("dapo",)
-VADE_FAMILY = tuple(m for m, o in METHODS.items() if o is not None)  # need initial difficulty
+# DIVA-GRPO shapes the prompts a sampler chose (vade.diva): method -> the sampler that chooses
+DIVA_METHODS = {"diva": "vanilla", "vade-diva": "vade"}
+TRAIN_METHODS = tuple(METHODS) + ("dapo", *DIVA_METHODS)
+# need initial difficulty: VADE's prior, DIVA's initial levels
+NEEDS_DIFFICULTY = tuple(m for m, o in METHODS.items() if o is not None) + tuple(DIVA_METHODS)
 _BIG = 10**9
 
 
@@ -144,6 +149,20 @@ class DapoConfig:
 
 
 @dataclass(frozen=True)
+class DivaConfig:
+    """``diva``: DIVA-GRPO's advantage (``vade.diva.advantage``); the reference run's values."""
+
+    k: float = 0.1                  # difficulty weighting exp(k * dd * sign(A)) on the global term
+    low_reward: float = 0.15        # a group whose rewards all lie below this ...
+    low_reward_scale: float = 0.1   # ... has its advantages multiplied by this
+
+    def __post_init__(self) -> None:
+        check_number("k", self.k, 0.0, 10.0)
+        check_number("low_reward", self.low_reward, 0.0, 1.0)
+        check_number("low_reward_scale", self.low_reward_scale, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
 class TrainConfig:
     """Section ``train`` (plus the top-level ``name``/``seed`` and the nested configs)."""
 
@@ -176,6 +195,7 @@ class TrainConfig:
     gspo: AlgoConfig = GSPO_DEFAULTS
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
     dapo: DapoConfig = field(default_factory=DapoConfig)
+    diva: DivaConfig = field(default_factory=DivaConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
 
     def __post_init__(self) -> None:
@@ -227,7 +247,16 @@ class TrainConfig:
 
     @property
     def needs_difficulty(self) -> bool:
-        return self.method in VADE_FAMILY
+        return self.method in NEEDS_DIFFICULTY
+
+    @property
+    def sampler_method(self) -> str:
+        """The sampler that chooses the prompts (DAPO filters, DIVA shapes, after the choice)."""
+        return "vanilla" if self.method == "dapo" else DIVA_METHODS.get(self.method, self.method)
+
+    @property
+    def is_diva(self) -> bool:
+        return self.method in DIVA_METHODS
 
     @property
     def rollout_budget(self) -> int:
@@ -251,7 +280,8 @@ class TrainConfig:
     def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> TrainConfig:
         """Build from a whole config mapping; ``overrides`` (CLI flags) replace train keys."""
         train = section(config, "train", required=False)
-        known = {f.name for f in fields(cls)} - {"name", "seed", "sampler", "dapo", "tracking"}
+        known = {f.name for f in fields(cls)} - {"name", "seed", "sampler", "dapo", "diva",
+                                                 "tracking"}
         reject_unknown(train, known, "train")
         values: dict[str, Any] = {k: v for k, v in train.items() if k not in ("grpo", "gspo")}
         verl = train.get("verl") or {}
@@ -263,6 +293,7 @@ class TrainConfig:
         values["sampler"] = _build(SamplerConfig, section(config, "sampler", required=False),
                                    "sampler")
         values["dapo"] = _build(DapoConfig, section(config, "dapo", required=False), "dapo")
+        values["diva"] = _build(DivaConfig, section(config, "diva", required=False), "diva")
         values["tracking"] = TrackingConfig.from_dict(section(config, "tracking", required=False))
         for key in ("name", "seed"):
             if key in config:

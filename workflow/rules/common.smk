@@ -31,6 +31,7 @@ if config["tracking"].get("mlflow_uri"):
 elif "MLFLOW_TRACKING_URI" not in os.environ:
     os.environ.update(MLFLOW_TRACKING_URI=f"sqlite:///{ROOT}/{RESULTS}/mlflow.db")
 VADE_FAMILY = ("vade", "symmetric", "greedy", "last-update")
+DIVA_METHODS = ("diva", "vade-diva")  # DIVA-GRPO: levels start from the initial rollouts too
 
 
 def cells():
@@ -141,10 +142,12 @@ def train_params(wc):
         "name": NAME,
         "train": {**train, wc.algorithm: config["train"].get(wc.algorithm, {})},
     }
-    if wc.method in VADE_FAMILY:
+    if wc.method in VADE_FAMILY or wc.method == "vade-diva":
         cfg["sampler"] = config["sampler"]
     if wc.method == "dapo":
         cfg["dapo"] = config["dapo"]
+    if wc.method in DIVA_METHODS:
+        cfg["diva"] = config.get("diva", {})
     return as_json(cfg)
 
 
@@ -154,9 +157,11 @@ def train_inputs(wc):
         "val": f"{DATA}/val.parquet",
         "model": model_input(wc.model),
         "code": sources("vade/train", "vade/sampling", "vade/store", "vade/rewards",
-                        "vade/models", "vade/rollout", "vade/tracking.py"),
+                        "vade/models", "vade/rollout", "vade/tracking.py",
+                        *(("vade/diva", "vade/data/variants.py", "vade/data/synthetic")
+                          if wc.method in DIVA_METHODS else ())),
     }
-    if wc.method in VADE_FAMILY:
+    if wc.method in VADE_FAMILY or wc.method in DIVA_METHODS:
         inputs["difficulty"] = f"{RESULTS}/difficulty/{wc.model}/initial.parquet"
     return inputs
 

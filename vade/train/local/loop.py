@@ -126,9 +126,16 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
 
     _setup_torch(cfg)
     policy = (load_policy or LocalPolicy.load)(paths.model, cfg)
-    sampler = make_sampler("vanilla" if cfg.method == "dapo" else cfg.method, n_train,
-                           cfg.batch_size, seed=cfg.seed, lambda1=cfg.sampler.lambda1,
-                           lambda2=cfg.sampler.lambda2, alpha=alpha, beta=beta)
+    vade_prior = cfg.sampler_method != "vanilla"
+    sampler = make_sampler(cfg.sampler_method, n_train, cfg.batch_size, seed=cfg.seed,
+                           lambda1=cfg.sampler.lambda1, lambda2=cfg.sampler.lambda2,
+                           alpha=alpha if vade_prior else None,
+                           beta=beta if vade_prior else None)
+    shaper = None
+    if cfg.is_diva:
+        from vade.train.local.diva import DivaShaper
+
+        shaper = DivaShaper.from_difficulty(examples, alpha, beta, cfg.seed, cfg.diva)
     state: dict[str, Any] = {"step": 0, "rollouts_cumulative": 0, "val": {}}
     ckpt = latest_checkpoint(paths.checkpoints) if cfg.checkpoint_every else None
     if ckpt is not None:
@@ -136,6 +143,8 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
         _check_resume(saved["config"], cfg, ckpt)
         policy.load_state_dict(saved["policy"])
         sampler.load_state_dict(saved["sampler"])
+        if shaper is not None:
+            shaper.load_state_dict(saved["diva"])
         restore_rng(saved["rng"])
         state = {k: saved[k] for k in ("step", "rollouts_cumulative", "val")}
 
@@ -147,7 +156,10 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
         store.start_run(method=cfg.method, sampler_config=sampler.config, config=cfg.to_dict())
         store.truncate_after(state["step"])
         if state["step"] == 0:
-            store.log_initial_state(alpha, beta, n_samples=n_train)
+            store.log_initial_state(alpha if vade_prior else None,
+                                    beta if vade_prior else None, n_samples=n_train)
+            if shaper is not None:
+                store.log_levels(0, np.arange(n_train), shaper.levels)
         tracker.log_params({"train": cfg.to_dict(), "seed": cfg.seed, "method": cfg.method,
                             "algorithm": cfg.algorithm, "n_train": n_train,
                             "n_val": len(val_examples)})
@@ -167,7 +179,7 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
                 break  # a resumed DAPO run that had already stopped at the rollout cap
             metrics, obs, sampler_s, generated = _train_step(
                 cfg, policy, sampler, examples, step,
-                max_rollouts=cfg.rollout_budget - state["rollouts_cumulative"])
+                max_rollouts=cfg.rollout_budget - state["rollouts_cumulative"], shaper=shaper)
             state["rollouts_cumulative"] += generated
             generated_here += generated
             metrics["vade/rollouts_cumulative"] = float(state["rollouts_cumulative"])
@@ -177,12 +189,15 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
                 metrics["val/acc"] = state["val"][step]
             store.log_step(obs, sampler_seconds=sampler_s, rollouts_generated=generated,
                            metrics=metrics, state=sampler)
+            if shaper is not None:
+                store.log_levels(step, *shaper.last_update)
             tracker.log_metrics(metrics, step=step)
             state["step"] = step
             if cfg.checkpoint_every and (step % cfg.checkpoint_every == 0 or last):
                 save_checkpoint(paths.checkpoints, step, {
                     "config": _fingerprint(cfg), "policy": policy.state_dict(),
                     "sampler": sampler.state_dict(), "rng": capture_rng(), **state,
+                    **({"diva": shaper.state_dict()} if shaper is not None else {}),
                 }, keep=cfg.keep_checkpoints)
             elapsed = time.perf_counter() - t_run
             bar.set_postfix(reward=f"{metrics['critic/score/mean']:.2f}",
@@ -225,7 +240,8 @@ def _budget_spent(cfg: TrainConfig, rollouts: int) -> bool:
 
 
 def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any],
-                step: int, *, max_rollouts: int) -> tuple[dict[str, float], Any, float, int]:
+                step: int, *, max_rollouts: int, shaper: Any = None,
+                ) -> tuple[dict[str, float], Any, float, int]:
     """One step: generate (DAPO: refills, at most ``max_rollouts``, what is left of the run's
     budget), update, observe. Returns metrics, the observation, sampler seconds and rollouts
     generated."""
@@ -250,6 +266,7 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
 
     t0 = time.perf_counter()
     metrics: dict[str, float] = {}
+    advantages = None  # None: GRPO's group advantage
     if cfg.method == "dapo":
         res = dynamic_sample(draw, generate, batch_size=cfg.batch_size, group_size=g,
                              max_rollouts=max_rollouts,
@@ -274,6 +291,24 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
 
             tqdm.write(f"step {step}: DAPO kept {res.kept_indices.size}/{cfg.batch_size} "
                        f"informative groups ({res.reason}, {generated} rollouts)")
+    elif shaper is not None:  # DIVA: each original beside one variant of itself
+        ids = draw()
+        prepared = shaper.prepare(ids, step)
+        correct_all, piece = generate_groups(
+            policy.engine, prepared.prompts, np.arange(2 * ids.size), g,
+            temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
+            seed=derive_seed(cfg.seed, step, 0))
+        batch = StepBatch([(piece, np.arange(2 * ids.size))])
+        advantages = shaper.advantages(prepared, batch.rewards, batch.sample_ids)
+        obs_ids, obs_r, generated = ids, correct_all[:ids.size], 2 * ids.size * g
+        shaper.update(prepared, correct_all, g)
+        variant_r = correct_all[ids.size:]
+        metrics.update({
+            "diva/level_mean": float(shaper.levels.mean()),
+            "diva/variant_accuracy": float(variant_r.mean() / g),
+            "diva/effective_ratio_with_variants": float(np.mean((correct_all > 0)
+                                                                & (correct_all < g))),
+        })
     else:
         ids = draw()
         correct, piece = generate(ids, 0)
@@ -283,7 +318,8 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
 
     t1 = time.perf_counter()
     if len(batch):
-        metrics.update(actor_update(policy, batch, cfg))
+        metrics.update(actor_update(policy, batch, cfg,
+                                    advantages=advantages))
         metrics["critic/score/mean"] = float(batch.rewards.mean())
         metrics["response_length/mean"] = float(batch.response_lengths().mean())
     else:

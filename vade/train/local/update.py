@@ -24,10 +24,12 @@ from vade.train.local.batch import StepBatch
 __all__ = ["actor_update"]
 
 
-def actor_update(policy: Any, batch: StepBatch, cfg: TrainConfig) -> dict[str, float]:
+def actor_update(policy: Any, batch: StepBatch, cfg: TrainConfig,
+                 advantages: np.ndarray | None = None) -> dict[str, float]:
     """Run the PPO epochs over ``batch``; return mean metrics (verl names).
 
     ``policy`` has ``model``, ``optimizer``, ``ref_model`` (or None) and ``token_logprobs``.
+    ``advantages`` (one per batch row) replaces the GRPO group advantage (DIVA's, for example).
     """
     import torch
 
@@ -39,9 +41,14 @@ def actor_update(policy: Any, batch: StepBatch, cfg: TrainConfig) -> dict[str, f
     algo = cfg.algo
     n = len(batch)
     rows_all = np.arange(n)
-    adv_rows = group_advantages(torch.as_tensor(batch.rewards, dtype=torch.float32),
-                                batch.sample_ids, eps=algo.epsilon,
-                                norm_by_std=algo.norm_adv_by_std_in_grpo)
+    if advantages is None:
+        adv_rows = group_advantages(torch.as_tensor(batch.rewards, dtype=torch.float32),
+                                    batch.sample_ids, eps=algo.epsilon,
+                                    norm_by_std=algo.norm_adv_by_std_in_grpo)
+    else:
+        if np.shape(advantages) != (n,):
+            raise ValueError(f"advantages has shape {np.shape(advantages)}, expected ({n},)")
+        adv_rows = torch.as_tensor(np.asarray(advantages), dtype=torch.float32)
     mask_all = batch.response_mask(rows_all)
     adv_all = adv_rows[:, None] * mask_all
     mb_rows = cfg.mini_batch_size * cfg.rollouts_per_prompt

@@ -96,7 +96,8 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("base model accuracy")
     ax.set_ylim(0, 1)
     ax.set_title(f"DIVA calibration: {result['rows']} rows x {result['rollouts']} rollouts, "
-                 f"Spearman {result['spearman_accuracy_vs_offset']:.2f}", fontsize=10)
+                 f"Spearman(accuracy, D) {result['spearman_accuracy_vs_offset']:.2f} "
+                 "(DIVA assumes < 0)", fontsize=10)
     ax.legend(fontsize=9)
     fig.tight_layout()
     fig.savefig(path)

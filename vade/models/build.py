@@ -23,7 +23,8 @@ import numpy as np
 
 from vade.models.config import ModelConfig
 
-__all__ = ["DONE_FILE", "META_FILE", "build_base_model", "heldout_metrics", "resolve_model_path"]
+__all__ = ["DONE_FILE", "META_FILE", "build_base_model", "heldout_metrics", "resolve_model_path",
+           "with_variants"]
 
 META_FILE = "vade_model.json"
 DONE_FILE = "done.json"  # the Snakemake output of rule build_model (same content as META_FILE)
@@ -92,6 +93,25 @@ def heldout_metrics(model: Any, processor: Any, examples: list, *, seed: int, n:
     }
 
 
+def with_variants(examples: list, train_pos: np.ndarray, fraction: float, seed: int) -> list:
+    """``examples`` with ``fraction`` of the training positions replaced by a DIVA variant of the
+    row (offset uniform over -8..8); held-out rows stay originals, so the held-out accuracy keeps
+    meaning what it meant."""
+    from vade.data.splits import rng_for
+    from vade.data.variants import variant_example
+
+    chosen = rng_for(seed, "warmstart-variants").permutation(np.asarray(train_pos))
+    out = list(examples)
+    for pos in chosen[:round(fraction * len(chosen))]:
+        ex = examples[int(pos)]
+        rng = rng_for(seed, "warmstart-variant", ex.uid)
+        try:
+            out[int(pos)] = variant_example(ex, int(rng.integers(-8, 9)), 5, rng)
+        except ValueError as exc:
+            raise ValueError(f"model.warm_start.variant_fraction: {exc}") from None
+    return out
+
+
 def build_base_model(cfg: ModelConfig, seed: int, out: str | Path,
                      warmstart: str | Path | None = None, *, progress: bool = True
                      ) -> dict[str, Any]:
@@ -127,6 +147,8 @@ def build_base_model(cfg: ModelConfig, seed: int, out: str | Path,
         raise ValueError(f"{warmstart}: the warm-start split needs at least 2 rows, has "
                          f"{len(examples)}")
     train_pos, eval_pos = split_heldout(len(examples), cfg.warm_start.eval_fraction, seed)
+    if cfg.warm_start.variant_fraction > 0:
+        examples = with_variants(examples, train_pos, cfg.warm_start.variant_fraction, seed)
     model, processor = build_tiny(corpus_from_examples(examples), cfg.tiny, seed)
     meta["parameters"] = int(sum(p.numel() for p in model.parameters()))
     meta["vocab_size"] = len(processor.tokenizer)

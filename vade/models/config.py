@@ -88,6 +88,11 @@ class WarmStartConfig:
     warmup_steps: int = 10
     # Held-out share of warmstart.parquet used to report the accuracy after the warm start.
     eval_fraction: float = 0.1
+    # Share of warm-start training rows replaced by a DIVA variant of themselves (hint,
+    # rephrasing, perturbation, question in the image; same answer), so that the tiny model, the
+    # stand-in for an Instruct model, can read hints and rephrasings. 0 keeps the warm start as
+    # it was (the demo's default); synthetic data only.
+    variant_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         w = "model.warm_start."
@@ -97,6 +102,7 @@ class WarmStartConfig:
         check_float(w + "weight_decay", self.weight_decay, 0.0, 10.0)
         check_int(w + "warmup_steps", self.warmup_steps, 0, 1_000_000)
         check_float(w + "eval_fraction", self.eval_fraction, 0.0, 0.5)
+        check_float(w + "variant_fraction", self.variant_fraction, 0.0, 1.0)
 
 
 @dataclass(frozen=True)

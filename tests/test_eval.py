@@ -253,6 +253,25 @@ def test_evaluate_runs_lmms_eval_k_times_and_stores_rows(tiny_model, tmp_path, m
     assert run.data.metrics["eval/math/average_at_2"] == pytest.approx(50.0)
     hist = client.get_metric_history(run.info.run_id, "eval/math/score")
     assert sorted(m.step for m in hist) == [0, 1]
+    # a base model's evaluation is a run of its own, with what was evaluated as params and tags
+    # (and, run by hand, it sets torch's threads as Snakemake's OMP_NUM_THREADS=1 would)
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        base_cfg = '{"name": "t", "evaluate": {"repeats": 1, "seed": 5, "max_new_tokens": 6}}'
+        assert main(["evaluate", "--config-json", base_cfg, "--run-id", "tiny-base",
+                     "--checkpoint", str(tiny_model), "--data-dir", str(data),
+                     "--out", str(tmp_path / "eval" / "tiny-base.duckdb")]) == 0
+        assert torch.get_num_threads() == 1  # evaluate.threads' default
+    finally:
+        torch.set_num_threads(threads)
+    (base,) = client.search_runs([exp.experiment_id], "attributes.run_name = 'tiny-base'")
+    assert base.data.params["evaluate.repeats"] == "1"
+    assert base.data.params["checkpoint"] == str(tiny_model)
+    assert base.data.tags["kind"] == "base-model" and base.data.tags["model"] == "tiny"
+    assert base.info.status == "FINISHED"
 
 
 def test_evaluate_refuses_bad_inputs(tmp_path, capsys):

@@ -1,12 +1,14 @@
 """The whole tiny pipeline, end to end through Snakemake on CPU, then its rerun behaviour.
 
 One module-scoped run of ``config/tiny.yaml`` at smoke scale (the same stages, models, methods and
-algorithms; fewer rows, warm-start and training steps, so CI stays well inside its time) in a
-scratch working directory (the repository's own data/, results/ and reports/ are never touched):
-data -> tiny model -> initial difficulty -> 6 training runs -> 7 evaluations -> report, plus the
-sampler lab. Then, against that completed run:
-nothing to do when nothing changed; a changed VADE lambda reruns only the VADE runs and what depends
-on them, with Snakemake's reason; a changed evaluation setting reruns no training.
+algorithms; fewer rows, warm-start and training steps, so CI stays well inside its time) in a clean
+copy of the repository (a fresh clone's files; the checkout's own data/, results/ and reports/ are
+never touched): data -> tiny model -> initial difficulty -> 6 training runs -> 7 evaluations ->
+report, plus the sampler lab. Then, against that completed run:
+nothing to do when nothing changed, nor after moving the whole clone elsewhere; a changed VADE
+lambda reruns only the VADE runs and what depends on them, with Snakemake's reason; a changed
+evaluation setting reruns no training; and the tests that run Snakemake or MLflow, run inside that
+clone the way ``make test`` runs them after ``make demo``, pass and leave its outputs as they were.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pathlib import Path
 import duckdb
 import pytest
 import yaml
+from conftest import changed_paths, fingerprint
+from workflow_copy import clean_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -31,15 +35,18 @@ pytestmark = [
 ]
 
 
-def snakemake(workdir: Path, *args: str, timeout: int = 3600) -> subprocess.CompletedProcess:
+def clone_env() -> dict[str, str]:
+    """A user's shell in the clone: the venv on PATH, offline, no MLflow URI of the tests' own."""
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "WANDB_MODE": "disabled"}
     env.pop("MLFLOW_TRACKING_URI", None)
-    return subprocess.run(
-        [str(BIN / "snakemake"), "--snakefile", str(ROOT / "Snakefile"), "--directory",
-         str(workdir), *args], cwd=workdir, capture_output=True, text=True, timeout=timeout,
-        env=env)
+    return env
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 3600) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "snakemake"), *args], cwd=workdir, capture_output=True,
+                          text=True, timeout=timeout, env=clone_env())
 
 
 def smoke_scale(cfg: dict) -> None:
@@ -62,8 +69,7 @@ def write_config(workdir: Path, name: str, edit=None) -> Path:
 
 @pytest.fixture(scope="module")
 def completed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    workdir = tmp_path_factory.mktemp("pipeline")
-    shutil.copytree(ROOT / "config", workdir / "config")
+    workdir = clean_copy(tmp_path_factory.mktemp("pipeline") / "clone")
     write_config(workdir, "smoke.yaml")
     proc = snakemake(workdir, "--cores", "2", "--configfile", "config/smoke.yaml")
     if proc.returncode != 0:
@@ -128,3 +134,30 @@ def test_changed_evaluation_setting_reruns_no_training(completed: Path) -> None:
     jobs = scheduled(proc)
     assert "train" not in jobs and "init_difficulty" not in jobs
     assert jobs["evaluate"] == 7
+
+
+def test_moved_checkout_reruns_nothing(completed: Path, tmp_path: Path) -> None:
+    """Code inputs and the MLflow store are relative to the clone: moving it changes nothing."""
+    moved = tmp_path / "elsewhere" / "clone"
+    shutil.copytree(completed, moved, symlinks=True)  # copy2: modification times kept
+    proc = snakemake(moved, "-n", "--configfile", "config/smoke.yaml")
+    assert proc.returncode == 0, proc.stderr
+    assert scheduled(proc) == {}
+    assert (moved / "results" / "tiny" / "mlflow.db").is_file()
+
+
+def test_make_test_after_the_demo_passes_and_leaves_it_untouched(completed: Path) -> None:
+    """``make test`` after ``make demo`` in one clone, for the tests that run Snakemake or MLflow.
+
+    Real: the clone's own pytest session (its conftest guard included) over the completed demo's
+    outputs. Not re-run here: the rest of the suite, which this outer session's guard covers.
+    """
+    before = fingerprint(completed)
+    assert any(p.startswith("results/tiny/runs/") for p in before)
+    env = {**clone_env(), "PYTHONPATH": str(completed)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_workflow.py",
+         "tests/test_tracking.py", "tests/test_eval.py"],
+        cwd=completed, capture_output=True, text=True, timeout=1800, env=env)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert changed_paths(before, fingerprint(completed)) == []

@@ -54,3 +54,44 @@ def test_run_layout_params_and_resume_without_duplicated_steps(tmp_path):
     # a second run in the same experiment is a separate MLflow run
     with open_tracker(cfg, "tiny", "tiny-grpo-vanilla-s0") as other:
         assert other.run_id != first_id
+
+
+def test_rerun_from_step_zero_replaces_the_run_and_evaluation_keeps_its_duration(tmp_path):
+    """What the UI shows after Snakemake reruns a training and its evaluation (real MLflow store).
+
+    A fresh start deletes the old run (soft) and starts a new one; evaluating afterwards logs into
+    the new run, replacing a value at the same step, without moving its status or end time.
+    """
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    cfg = TrackingConfig(mlflow_uri=uri)
+    with open_tracker(cfg, "tiny", "tiny-grpo-vade-s0", mode="new") as t:
+        t.log_metrics({"val/acc": 0.25}, step=1)
+        old_id = t.run_id
+    with open_tracker(cfg, "tiny", "tiny-grpo-vade-s0", mode="new") as t:
+        t.log_metrics({"val/acc": 0.75}, step=1)  # not skipped: a new run holds nothing yet
+        new_id = t.run_id
+    client = Tracker(uri, "tiny", "other").client
+    assert new_id != old_id
+    assert client.get_run(old_id).info.lifecycle_stage == "deleted"
+    (active,) = client.search_runs([client.get_experiment_by_name("tiny").experiment_id],
+                                   "attributes.run_name = 'tiny-grpo-vade-s0'")
+    assert active.info.run_id == new_id and active.data.metrics["val/acc"] == 0.75
+    ended = client.get_run(new_id).info.end_time
+
+    for score in (10.0, 40.0):  # an evaluation, then its rerun
+        with open_tracker(cfg, "tiny", "tiny-grpo-vade-s0", mode="attach") as ev:
+            assert ev.run_id == new_id
+            ev.log_metrics({"eval/math/average_at_4": score}, step=0)
+    run = client.get_run(new_id)
+    assert run.data.metrics["eval/math/average_at_4"] == 40.0  # the rerun's value is shown
+    assert run.info.end_time == ended and run.info.status == "FINISHED"
+
+
+def test_attach_without_a_run_creates_and_ends_one_and_modes_are_checked(tmp_path):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    with Tracker(uri, "tiny", "tiny-base", mode="attach") as t:
+        t.log_metrics({"eval/math/average_at_4": 12.5}, step=0)
+    run = t.client.get_run(t.run_id)
+    assert run.info.status == "FINISHED" and run.info.end_time is not None
+    with pytest.raises(ValueError, match="mode"):
+        Tracker(uri, "tiny", "x", mode="reopen")

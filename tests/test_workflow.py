@@ -4,25 +4,35 @@ The paper config must expand to Table 1 (2 models x 2 algorithms x 3 methods) pl
 ablations (3 on 7B GRPO): 15 training runs, each asking SLURM for 4 GPUs on one node, 17
 evaluations (15 runs + 2 base models) and one report. A malformed config must stop Snakemake before
 any job, with the schema's message naming the key.
+
+Every dry run works in a clean copy of the repository (``workflow_copy.clean_copy``), so what a
+user's own ``make demo`` left in the checkout neither changes the expected DAG nor gets touched.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from workflow_copy import clean_copy
 
-ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 
 pytestmark = pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed")
 
 
-def dry_run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh clone's files, with no pipeline outputs."""
+    return clean_copy(tmp_path_factory.mktemp("repo"))
+
+
+def dry_run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(SNAKEMAKE), "-n", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=300)
 
@@ -46,8 +56,8 @@ def resources_of(block: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def paper_dry_run() -> str:
-    proc = dry_run("--profile", "slurm")
+def paper_dry_run(repo: Path) -> str:
+    proc = dry_run(repo, "--profile", "slurm")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     return proc.stdout + proc.stderr
 
@@ -61,14 +71,16 @@ def test_paper_config_expands_to_tables_1_and_2(paper_dry_run: str) -> None:
     assert "build_model" not in counts  # pretrained models are not built
 
 
-def test_every_paper_training_job_asks_for_four_gpus(paper_dry_run: str) -> None:
+def test_every_paper_training_job_asks_for_four_gpus_on_one_node(paper_dry_run: str) -> None:
     blocks = jobs_of(paper_dry_run, "train")
     assert len(blocks) == 15
     runs = set()
     for block in blocks:
         res = resources_of(block)
         assert res["gpu"] == "4" and res["cpus_per_gpu"] == "8"
-        assert res["slurm_partition"] and res["slurm_account"]  # from the profile
+        assert res["nodes"] == "1" and res["tasks_per_gpu"] == "0"
+        assert res["slurm_partition"] == "your-gpu-partition"  # the profile's set-resources
+        assert res["slurm_account"] == "your-account"
         runs.add(re.search(r"output: (\S+)", block).group(1))
     ablations = {r for r in runs if re.search(r"-(symmetric|greedy|last-update)-", r)}
     assert len(runs) == 15 and len(ablations) == 3
@@ -87,8 +99,8 @@ def test_training_params_hold_only_what_the_method_reads(paper_dry_run: str) -> 
         assert f'"{other}"' not in cmd
 
 
-def test_tiny_config_builds_the_model_and_trains_on_cpu() -> None:
-    proc = dry_run("--configfile", "config/tiny.yaml")
+def test_tiny_config_builds_the_model_and_trains_on_cpu(repo: Path) -> None:
+    proc = dry_run(repo, "--configfile", "config/tiny.yaml")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
     counts = job_counts(out)
@@ -112,26 +124,78 @@ def test_tiny_config_builds_the_model_and_trains_on_cpu() -> None:
     ids=["typo-key", "lambda-out-of-range", "unknown-method", "one-rollout", "typo-section",
          "train-typo", "train-one-rollout", "bad-loss-mode"],
 )
-def test_bad_config_fails_at_start_naming_the_key(tmp_path: Path, edit, message: str) -> None:
-    cfg = yaml.safe_load((ROOT / "config" / "tiny.yaml").read_text())
+def test_bad_config_fails_at_start_naming_the_key(repo: Path, tmp_path: Path, edit,
+                                                  message: str) -> None:
+    cfg = yaml.safe_load((repo / "config" / "tiny.yaml").read_text())
     edit(cfg)
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(cfg))
-    proc = dry_run("--configfile", str(bad))
+    proc = dry_run(repo, "--configfile", str(bad))
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert "Error validating config file" in out and message in out
     assert "Job stats" not in out  # stopped before scheduling anything
 
 
-def test_lint_is_clean(tmp_path: Path) -> None:
-    proc = subprocess.run([str(SNAKEMAKE), "--lint"], cwd=ROOT, capture_output=True, text=True,
+def test_lint_is_clean(repo: Path) -> None:
+    proc = subprocess.run([str(SNAKEMAKE), "--lint"], cwd=repo, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_profile_sits_where_profile_slurm_finds_it() -> None:
-    profile = yaml.safe_load((ROOT / "slurm" / "config.yaml").read_text())
+def test_profile_sits_where_profile_slurm_finds_it(repo: Path) -> None:
+    profile = yaml.safe_load((repo / "slurm" / "config.yaml").read_text())
     assert profile["executor"] == "slurm"
     assert profile["rerun-incomplete"] is True
     assert "cpus_per_task" not in profile["default-resources"]  # would override every rule
+
+
+class _Resources(dict):
+    """The attribute-and-get access the SLURM plugin uses on ``job.resources``."""
+
+    __getattr__ = dict.__getitem__
+
+
+def test_sbatch_command_of_a_training_job_is_one_task_on_one_node(paper_dry_run: str) -> None:
+    """The SLURM plugin's own submit-string builder on a dry-run training job's resources.
+
+    Real: snakemake-executor-plugin-slurm's ``get_submit_command``. Stand-in: the job object (only
+    its resources and threads), since no sbatch runs here.
+    """
+    from types import SimpleNamespace
+
+    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+
+    res = _Resources({k: int(v) if v.isdigit() else v
+                      for k, v in resources_of(jobs_of(paper_dry_run, "train")[0]).items()})
+    job = SimpleNamespace(resources=res, threads=1)
+    call = get_submit_command(job, {"run_uuid": "u", "slurm_logfile": "l", "comment_str": "c",
+                                    "account": "-A a", "partition": "-p p", "workdir": "w"})
+    assert "--nodes=1" in call and "--cpus-per-gpu=8" in call
+    assert "--ntasks-per-gpu" not in call  # one process; Ray spreads it over the 4 GPUs
+
+
+def test_cpu_stages_go_to_the_cpu_partition(paper_dry_run: str) -> None:
+    for rule in ("build_data", "report"):
+        (block,) = jobs_of(paper_dry_run, rule)
+        res = resources_of(block)
+        assert res["slurm_partition"] == "your-cpu-partition" and "gpu" not in res
+
+
+def test_profile_placeholders_warn_until_replaced(repo: Path, paper_dry_run: str,
+                                                  tmp_path: Path) -> None:
+    assert "SLURM profile placeholders are still set" in paper_dry_run
+    assert "default-resources.slurm_account=your-account" in paper_dry_run
+    assert "set-resources.train.slurm_partition=your-gpu-partition" in paper_dry_run
+    mine = tmp_path / "repo"
+    shutil.copytree(repo, mine)
+    profile = mine / "slurm" / "config.yaml"
+    text = profile.read_text()
+    for placeholder, real in (("your-account", "lab42"), ("your-cpu-partition", "cpu"),
+                              ("your-gpu-partition", "a100")):
+        text = text.replace(f'"{placeholder}"', f'"{real}"')
+    profile.write_text(text)
+    proc = dry_run(mine, "--profile", "slurm")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "placeholders are still set" not in out and "slurm_partition=a100" in out

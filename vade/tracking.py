@@ -2,10 +2,19 @@
 
 Why an adapter: the trainer should not care whether tracking is on, which store it writes to
 (a local ``sqlite:///`` file by default, a server URI on a cluster), or whether the process is a
-resume. MLflow keeps every logged value, so a resumed run would show the replayed steps twice;
-instead the tracker reopens the same MLflow run (found by its run name = the run id) and drops
-metrics at steps it already holds. The local trainer is deterministic, so a replayed step's
-values equal those logged before the interruption and nothing is lost.
+resume. The MLflow UI must show what the DuckDB history holds, so how a run is opened follows what
+happened to the outputs (``mode``):
+
+* ``new`` -- a training run started from step 0 (Snakemake reran it, so its history and model were
+  replaced): earlier MLflow runs of that name are deleted (soft: MLflow's "deleted" view keeps
+  them) and a fresh run starts, with its own start time.
+* ``resume`` -- a run resumed from a checkpoint: the same MLflow run (found by its run name = the
+  run id) is reopened and metrics at steps it already holds are dropped. MLflow keeps every logged
+  value, so replayed steps would otherwise show twice; the local trainer is deterministic, so a
+  replayed step's values equal those logged before the interruption and nothing is lost.
+* ``attach`` -- evaluation adds to a finished training run: values are logged as given (a newer
+  value at a step replaces the shown one), and the run's status and end time are left alone, so
+  its duration stays the training's.
 
 verl's own MLflow logger uses the same layout (experiment = ``trainer.project_name``, run name =
 ``trainer.experiment_name``), so both backends land side by side in one experiment.
@@ -22,7 +31,7 @@ from typing import Any
 
 from vade.config_io import reject_unknown
 
-__all__ = ["NullTracker", "Tracker", "TrackingConfig", "flatten", "open_tracker"]
+__all__ = ["MODES", "NullTracker", "Tracker", "TrackingConfig", "flatten", "open_tracker"]
 
 _SQLITE = "sqlite:///"
 
@@ -98,12 +107,17 @@ class NullTracker:
         self.close("FAILED" if exc_type else "FINISHED")
 
 
-class Tracker(NullTracker):
-    """One MLflow run named ``run_name`` in ``experiment``, created or reopened."""
+MODES = ("new", "resume", "attach")
 
-    def __init__(self, uri: str, experiment: str, run_name: str) -> None:
+
+class Tracker(NullTracker):
+    """One MLflow run named ``run_name`` in ``experiment``, opened as ``mode`` says (module doc)."""
+
+    def __init__(self, uri: str, experiment: str, run_name: str, mode: str = "resume") -> None:
         from mlflow.tracking import MlflowClient
 
+        if mode not in MODES:
+            raise ValueError(f"tracker mode must be one of {MODES}, got {mode!r}")
         artifacts = None
         if uri.startswith(_SQLITE):
             db = Path(uri[len(_SQLITE):])
@@ -116,18 +130,24 @@ class Tracker(NullTracker):
                   else self.client.create_experiment(experiment, artifact_location=artifacts))
         quoted = run_name.replace("'", "\\'")
         found = self.client.search_runs([exp_id], f"attributes.run_name = '{quoted}'",
-                                        max_results=1, order_by=["attributes.start_time DESC"])
-        if found:
-            run = found[0]
-            self.run_id = run.info.run_id
-            self._params = dict(run.data.params)
+                                        order_by=["attributes.start_time DESC"])
+        if mode == "new":
+            for stale in found:
+                self.client.delete_run(stale.info.run_id)
+            found = []
+        self._owns_status = mode != "attach" or not found
+        self._params: dict[str, str] = {}
+        self._last_step: dict[str, int] = {}
+        if not found:
+            self.run_id = self.client.create_run(exp_id, run_name=run_name).info.run_id
+            return
+        run = found[0]
+        self.run_id = run.info.run_id
+        self._params = dict(run.data.params)
+        if mode == "resume":
             self._last_step = {key: max(m.step for m in self.client.get_metric_history(
                 self.run_id, key)) for key in run.data.metrics}
             self.client.update_run(self.run_id, status="RUNNING")
-        else:
-            self.run_id = self.client.create_run(exp_id, run_name=run_name).info.run_id
-            self._params = {}
-            self._last_step = {}
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         """Log flattened params; ones the run already holds are skipped (params are immutable)."""
@@ -145,8 +165,8 @@ class Tracker(NullTracker):
         self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
-        """Log at ``step``; a metric the run already holds at this step or later (a replayed step
-        after a resume) is skipped, so a resumed run's history has one value per step."""
+        """Log at ``step``; when resuming, a metric the run already holds at this step or later (a
+        replayed step) is skipped, so a resumed run's history has one value per step."""
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
@@ -157,12 +177,14 @@ class Tracker(NullTracker):
             self.client.log_batch(self.run_id, metrics=items[start:start + 1000])
 
     def close(self, status: str = "FINISHED") -> None:
-        if self.run_id is not None:
+        """End the run (status and end time), unless it was attached to a run someone else ended."""
+        if self.run_id is not None and self._owns_status:
             self.client.set_terminated(self.run_id, status=status)
 
 
-def open_tracker(config: TrackingConfig, name: str, run_name: str) -> NullTracker:
+def open_tracker(config: TrackingConfig, name: str, run_name: str,
+                 mode: str = "resume") -> NullTracker:
     """The tracker the config asks for: MLflow, or a ``NullTracker`` when disabled."""
     if not config.enabled:
         return NullTracker()
-    return Tracker(config.uri_for(name), config.experiment_for(name), run_name)
+    return Tracker(config.uri_for(name), config.experiment_for(name), run_name, mode)

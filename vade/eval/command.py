@@ -4,8 +4,10 @@ Synthetic config: local tasks over ``<data-dir>/eval/<domain>.parquet``. Paper c
 lmms-eval tasks in ``evaluate.benchmarks`` plus the variants shipped in ``vade/eval/tasks``, with
 the judge endpoint of ``evaluate.judge`` (started and stopped here when ``mode: serve``).
 Output: ``--out`` (``results/<name>/eval/<run_id>.duckdb``), written once at the end, atomically;
-MLflow (the run named ``<run_id>``, reopened if training created it): per-repeat scores at
-step = repeat, and ``eval/<benchmark>/average_at_<k>`` (MLflow names allow no ``@``).
+MLflow (the run named ``<run_id>``): per-repeat scores at step = repeat, and
+``eval/<benchmark>/average_at_<k>`` (MLflow names allow no ``@``). A trained run's scores are added
+to its training run without touching its status or duration; a base model's evaluation is a run of
+its own (replacing an earlier one), with the evaluation settings as params.
 MLflow is written first, so the DuckDB file (the rule's output) exists only after both.
 """
 
@@ -35,7 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-mlflow", action="store_true", help="skip MLflow logging")
 
 
-def _log_mlflow(config: dict, run_id: str, rows, averages: dict[str, float], k: int) -> None:
+def _log_mlflow(config: dict, target, rows, averages: dict[str, float],
+                k: int) -> None:
+    from vade.provenance import code_version
     from vade.tracking import Tracker, TrackingConfig
 
     tracking = TrackingConfig.from_dict(section(config, "tracking", required=False))
@@ -44,8 +48,14 @@ def _log_mlflow(config: dict, run_id: str, rows, averages: dict[str, float], k: 
     name = str(config.get("name", "vade"))
     uri = os.environ.get("MLFLOW_TRACKING_URI") or tracking.uri_for(name)
     experiment = os.environ.get("MLFLOW_EXPERIMENT_NAME") or tracking.experiment or name
-    tracker = Tracker(uri, experiment, run_id)
+    base = target.method == "base"
+    tracker = Tracker(uri, experiment, target.run_id, mode="new" if base else "attach")
     try:
+        if base:
+            tracker.log_params({"evaluate": section(config, "evaluate", required=False),
+                                "checkpoint": target.checkpoint})
+            tracker.set_tags({"run_id": target.run_id, "model": target.model, "kind": "base-model",
+                              "backend": "lmms-eval", "code_version": code_version()})
         by_repeat: dict[int, dict[str, float]] = {}
         for r in rows:
             by_repeat.setdefault(r.repeat, {})[f"eval/{r.benchmark}/score"] = r.score
@@ -72,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"checkpoint directory not found: {args.checkpoint}")
     if cfg.kind == "synthetic":  # local files only: never reach for the hub
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if cfg.threads:  # as under Snakemake: torch's default (all cores) is ~13x slower on 2 cores
+        import torch
+
+        torch.set_num_threads(cfg.threads)
     with tempfile.TemporaryDirectory(prefix="vade-eval-tasks-") as tmp:
         if cfg.kind == "synthetic":
             if not args.data_dir:
@@ -95,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         scores = [r.score for r in rows if r.benchmark == b.name]
         averages[b.name] = sum(scores) / len(scores)
     if not args.no_mlflow:
-        _log_mlflow(config, args.run_id, rows, averages, cfg.repeats)
+        _log_mlflow(config, target, rows, averages, cfg.repeats)
     out = write_eval_results(args.out, rows)
     for name, v in averages.items():
         print(f"{args.run_id} {name}: average@{cfg.repeats} = {v:.2f}")

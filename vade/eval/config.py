@@ -121,6 +121,7 @@ class EvaluateConfig:
     top_p: float = 1.0                   # (0, 1]
     max_new_tokens: int = 64             # synthetic tasks' output limit (paper tasks: own YAML)
     batch_size: int = 1
+    threads: int = 1                     # torch CPU threads (0: torch's default, all cores)
     limit: int | None = None             # items per task (None: all)
     device_map: str = "cpu"              # cpu | auto | cuda...
     model_args: Mapping[str, Any] = field(default_factory=dict)  # extra qwen2_5_vl args
@@ -135,7 +136,7 @@ class EvaluateConfig:
             raise ValueError(f"evaluate.kind must be synthetic or paper, got {v['kind']!r}")
         for key, lo, hi in (("repeats", 1, 64), ("seed", 0, 2**31 - 1),
                             ("max_new_tokens", 1, 65536), ("batch_size", 1, 1024),
-                            ("limit", 1, 10**9)):
+                            ("threads", 0, 1024), ("limit", 1, 10**9)):
             if key in v and v[key] is not None:
                 check_int(f"evaluate.{key}", v[key], lo, hi)
         for key, lo, hi, lo_open in (("temperature", 0.0, 2.0, False), ("top_p", 0.0, 1.0, True)):

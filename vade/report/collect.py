@@ -19,7 +19,7 @@ import numpy as np
 
 __all__ = ["Curve", "Inputs", "RunInfo", "RunKey", "collect", "history_files", "parse_run_id"]
 
-METHODS = ("vanilla", "dapo", "vade", "symmetric", "greedy", "last-update")
+METHODS = ("vanilla", "dapo", "vade", "symmetric", "greedy", "last-update", "diva", "vade-diva")
 _RUN_ID = re.compile(r"^(?P<model>.+)-(?P<algorithm>grpo|gspo)-(?P<method>"
                      + "|".join(re.escape(m) for m in METHODS) + r")-s(?P<seed>\d+)$")
 

@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+from snakemake.logging import logger
 from snakemake.utils import validate
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -28,8 +29,34 @@ os.environ.update(
 )
 if config["tracking"].get("mlflow_uri"):
     os.environ.update(MLFLOW_TRACKING_URI=config["tracking"]["mlflow_uri"])
-elif "MLFLOW_TRACKING_URI" not in os.environ:
-    os.environ.update(MLFLOW_TRACKING_URI=f"sqlite:///{ROOT}/{RESULTS}/mlflow.db")
+elif "MLFLOW_TRACKING_URI" not in os.environ:  # relative: jobs run in the working directory
+    os.environ.update(MLFLOW_TRACKING_URI=f"sqlite:///{RESULTS}/mlflow.db")
+# The profile's (slurm/config.yaml) values a user must replace: left as they are, sbatch fails
+# only once jobs are submitted, so say it at the start, dry runs included.
+PROFILE_PLACEHOLDERS = {"your-account", "your-cpu-partition", "your-gpu-partition"}
+
+
+def placeholder_resources():
+    """`rule.resource=value` of every SLURM resource still set to a profile placeholder."""
+    settings = workflow.resource_settings
+    scopes = {"default-resources": settings.default_resources or {}}
+    scopes.update({f"set-resources.{rule}": res
+                   for rule, res in settings.overwrite_resources.items()})
+    found = []
+    for scope, resources in scopes.items():
+        for key, res in resources.items():
+            value = getattr(res, "raw", res)
+            if isinstance(value, str) and value.strip("'\"") in PROFILE_PLACEHOLDERS:
+                found.append(f"{scope}.{key}={value}")
+    return found
+
+
+if placeholder_resources():
+    logger.warning(
+        "SLURM profile placeholders are still set: " + ", ".join(placeholder_resources())
+        + ". Put your cluster's account and partitions in slurm/config.yaml (sbatch rejects"
+        " these names)."
+    )
 VADE_FAMILY = ("vade", "symmetric", "greedy", "last-update")
 DIVA_METHODS = ("diva", "vade-diva")  # DIVA-GRPO: levels start from the initial rollouts too
 
@@ -61,11 +88,13 @@ def as_json(value):
 
 
 def sources(*packages):
-    """The package's Python files a job runs: listed as input so a code change reruns it."""
+    """The package's Python files a job runs: listed as input so a code change reruns it.
+    Relative to the working directory, so a moved checkout (outputs and all) reruns nothing."""
     files = []
     for pkg in ("vade/cli.py", "vade/config_io.py", *packages):
         path = ROOT / pkg
-        files += [str(path)] if path.is_file() else sorted(str(p) for p in path.rglob("*.py"))
+        found = [path] if path.is_file() else sorted(path.rglob("*.py"))
+        files += [os.path.relpath(p) for p in found]
     return files
 
 
@@ -89,10 +118,15 @@ def model_input(model):
 
 
 def resources_of(kind):
-    """SLURM resources of a kind of job, from the config's resources section; CPU-friendly defaults."""
+    """SLURM resources of a kind of job, from the config's resources section; CPU-friendly defaults.
+
+    A GPU job is one process on one node (Ray starts inside it and spreads over its GPUs): without
+    `nodes=1` SLURM may scatter `--gpus=4` over nodes, and the plugin's default of one task per GPU
+    would start the command once per GPU."""
     spec = {"mem_mb": 8000, "runtime": 60, **config["resources"].get(kind, {})}
     if spec.get("gpu", 0):
         spec.setdefault("cpus_per_gpu", 8)
+        spec.update(nodes=1, tasks_per_gpu=0)
     else:  # no GPU: ask for neither GPUs nor CPUs per GPU
         spec.pop("gpu", None)
         spec.pop("cpus_per_gpu", None)

@@ -150,7 +150,9 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
 
     run_id = paths.run_id
     store = RunStore(paths.history, run_id, snapshot_every=cfg.sampler.snapshot_every)
-    tracker = open_tracker(cfg.tracking, cfg.name, run_id)
+    # A restart from step 0 replaced the run's outputs: a new MLflow run, not the old one reopened.
+    tracker = open_tracker(cfg.tracking, cfg.name, run_id,
+                           mode="resume" if ckpt is not None else "new")
     status = "FAILED"
     try:
         store.start_run(method=cfg.method, sampler_config=sampler.config, config=cfg.to_dict())
@@ -164,9 +166,11 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
                             "algorithm": cfg.algorithm, "n_train": n_train,
                             "n_val": len(val_examples)})
         tracker.set_tags({"code_version": code_version(), "backend": "local",
-                          "run_id": run_id, "model": str(paths.model)})
+                          "run_id": run_id, "model": str(paths.model), "seed": cfg.seed,
+                          "method": cfg.method, "algorithm": cfg.algorithm})
         if state["step"] == 0 and cfg.val_before_train:
             state["val"][0] = _validate(policy.engine, val_examples, cfg, 0)
+            store.log_metrics(0, {"val/acc": state["val"][0]})  # the curves' baseline point
             tracker.log_metrics({"val/acc": state["val"][0]}, step=0)
 
         start = state["step"]

@@ -1,0 +1,71 @@
+"""Session-wide isolation: the tests never read or write a user's pipeline outputs.
+
+A user runs ``make demo`` and then ``make test`` in the same clone. Two things keep the second from
+touching the first:
+
+* MLflow: every process the tests start (and the tests themselves) log to a store in the session's
+  temporary folder; ``MLFLOW_TRACKING_URI`` is set before any test runs and is inherited by the
+  subprocesses (``vade`` commands, Snakemake jobs). A test that needs the unset case removes it with
+  ``monkeypatch``.
+* A guard: the repository's output folders (``data/``, ``results/``, ``reports/``, ``logs/``,
+  ``benchmarks/``, ``mlruns/``, ``.snakemake/``) are fingerprinted (path, size, mtime of every file) before
+  the first test and compared after the last one; any difference fails the session, naming the
+  paths. The check runs the same on CI's clean clone (nothing there may appear) and after a demo
+  (nothing there may change).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# What a user's runs write; the tests own none of it.
+GUARDED = ("data", "results", "reports", "logs", "benchmarks", "mlruns", ".snakemake")
+# Folders that ship with the repository and change only through git.
+SHIPPED = {"data/README.md", "reports/README.md"}
+
+
+def fingerprint(root: Path = ROOT) -> dict[str, tuple[int, int]]:
+    """``{relative path: (size, mtime_ns)}`` of every file under the guarded folders."""
+    out: dict[str, tuple[int, int]] = {}
+    for top in GUARDED:
+        base = root / top
+        if not base.exists():
+            continue
+        for path in base.rglob("*"):
+            rel = path.relative_to(root).as_posix()
+            if path.is_file() and rel not in SHIPPED and not rel.startswith(".snakemake/log/"):
+                st = path.stat()
+                out[rel] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def changed_paths(before: dict[str, tuple[int, int]],
+                  after: dict[str, tuple[int, int]]) -> list[str]:
+    """Paths added, removed or modified between two fingerprints, sorted."""
+    return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hermetic_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    store = tmp_path_factory.mktemp("mlflow") / "mlflow.db"
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME")}
+    os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{store}"
+    os.environ.pop("MLFLOW_EXPERIMENT_NAME", None)
+    before = fingerprint()
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    changed = changed_paths(before, fingerprint())
+    assert not changed, (
+        "the tests wrote into the repository's pipeline outputs (they must work in temporary "
+        f"folders): {changed[:20]}{' ...' if len(changed) > 20 else ''}")

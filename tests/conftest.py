@@ -8,10 +8,10 @@ touching the first:
   subprocesses (``vade`` commands, Snakemake jobs). A test that needs the unset case removes it with
   ``monkeypatch``.
 * A guard: the repository's output folders (``data/``, ``results/``, ``reports/``, ``logs/``,
-  ``benchmarks/``, ``mlruns/``, ``.snakemake/``) are fingerprinted (path, size, mtime of every file) before
-  the first test and compared after the last one; any difference fails the session, naming the
-  paths. The check runs the same on CI's clean clone (nothing there may appear) and after a demo
-  (nothing there may change).
+  ``benchmarks/``, ``mlruns/``, ``.snakemake/``) are fingerprinted (path, size, mtime of every
+  file) before the first test and compared after the last one; any difference fails the
+  session, naming the paths. The check runs the same on CI's clean clone (nothing there may
+  appear) and after a demo (nothing there may change).
 """
 
 from __future__ import annotations

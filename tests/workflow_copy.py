@@ -2,9 +2,9 @@
 
 Tests that run Snakemake (dry runs, the tiny pipeline, lint) work in such a copy, so their result
 never depends on, and never changes, what a user's own runs left in the checkout (``make demo``
-then ``make test`` in one clone). The copy holds the files git tracks or would track (the working-tree
-version, so uncommitted edits and new files are tested too); without git (an unpacked archive) it holds the top-level entries
-a clone has.
+then ``make test`` in one clone). The copy holds the files git tracks or would track (the
+working-tree version, so uncommitted edits and new files are tested too); without git (an
+unpacked archive) it holds the top-level entries a clone has.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ TOP_LEVEL = (".ci", "Makefile", "README.md", "Snakefile", "config", "envs", "pyp
 
 
 def tracked_files(root: Path = ROOT) -> list[str] | None:
-    """Paths git tracks or would track (relative, existing in the working tree), or None without git."""
+    """Paths git tracks or would track (relative, in the working tree); None without git."""
     try:
         out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
                               "--exclude-standard"], cwd=root, capture_output=True,

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from vade import __version__
+from vade.console import log_friendly_output
 
 # verb -> (module, one-line help); nested verbs (``vade bench sampler``) live in their module.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -53,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     module = importlib.import_module(args._module)
     try:
-        return int(module.run(args) or 0)
+        with log_friendly_output():  # progress bars as lines when stderr is a log file
+            return int(module.run(args) or 0)
     except (UserError, ValueError, FileNotFoundError) as exc:
         print(f"vade {args.command}: error: {exc}", file=sys.stderr)
         return 2

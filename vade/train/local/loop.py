@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -172,10 +173,13 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
             state["val"][0] = _validate(policy.engine, val_examples, cfg, 0)
             store.log_metrics(0, {"val/acc": state["val"][0]})  # the curves' baseline point
             tracker.log_metrics({"val/acc": state["val"][0]}, step=0)
+            if progress:
+                tqdm.write(f"{run_id} step 0/{cfg.steps}: val/acc = {state['val'][0]:.3f}")
 
         start = state["step"]
         bar = tqdm(range(start + 1, cfg.steps + 1), initial=start, total=cfg.steps,
-                   desc=run_id, unit="step", disable=not progress, mininterval=1.0)
+                   desc=run_id, unit="step", disable=not progress,
+                   mininterval=1.0 if sys.stderr.isatty() else 10.0)  # a log: a line per 10 s
         t_run = time.perf_counter()
         generated_here = 0
         for step in bar:
@@ -191,6 +195,10 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
             if cfg.val_every and step % cfg.val_every == 0 or last:
                 state["val"][step] = _validate(policy.engine, val_examples, cfg, step)
                 metrics["val/acc"] = state["val"][step]
+                if progress:
+                    bar.write(f"{run_id} step {step}/{cfg.steps}: val/acc = "
+                              f"{state['val'][step]:.3f}, reward = "
+                              f"{metrics['critic/score/mean']:.3f}")
             store.log_step(obs, sampler_seconds=sampler_s, rollouts_generated=generated,
                            metrics=metrics, state=sampler)
             if shaper is not None:

@@ -12,6 +12,7 @@ import ast
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -58,18 +59,25 @@ def test_connect_for_writing_writes_the_v1_format_and_plain_connect_does_not(tmp
         storage_version(duckdb.connect(":memory:"))
 
 
-def test_the_project_writers_write_the_v1_format(tmp_path):
+@pytest.fixture()
+def written(tmp_path: Path) -> list[Path]:
+    """One file from each writer cheap enough for a unit test: run history, evaluation results,
+    initial difficulty (the data catalog and simulator tables share the same helper)."""
     run = _run_file(tmp_path / "run" / "history.duckdb")
     ev = write_eval_results(tmp_path / "eval.duckdb", [EvalRow(
         run_id="r", model="m", algorithm="grpo", method="vade", seed=0, benchmark="b", repeat=0,
         seed_eval=0, score=50.0, n=2, checkpoint="c", task="t")])
     write_difficulty(tmp_path / "diff", {"sample_id": [0, 1], "correct": [1, 8],
                                          "rollouts": [8, 8]}, cfg=DifficultyConfig())
-    for path in (run, ev, tmp_path / "diff" / "difficulty.duckdb"):
+    return [run, ev, tmp_path / "diff" / "difficulty.duckdb"]
+
+
+def test_the_project_writers_write_the_v1_format(written):
+    for path in written:
         assert _header_version(path) == V1_HEADER, path
-    with RunStore(run, "r") as store:  # reopened to append: the format stays
+    with RunStore(written[0], "r") as store:  # reopened to append: the format stays
         assert store.last_step() == 1
-    assert _header_version(run) == V1_HEADER
+    assert _header_version(written[0]) == V1_HEADER
 
 
 def _writes_a_file(call: ast.Call) -> bool:
@@ -94,15 +102,34 @@ def test_no_writer_bypasses_connect_for_writing():
     assert offenders == []
 
 
+READ_ALL = """
+import duckdb, json, sys
+out = {"version": duckdb.__version__}
+for path in sys.argv[1:]:
+    con = duckdb.connect(path, read_only=True)
+    names = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
+                                       "WHERE table_schema = 'main' ORDER BY 1").fetchall()]
+    out[path] = {n: sorted(map(repr, con.execute(f'SELECT * FROM "{n}"').fetchall()))
+                 for n in names}
+    con.close()
+print(json.dumps(out))
+"""
+
+
+def _read_all(python: str, paths: list[Path]) -> dict:
+    """Every table and view of each file, read by the duckdb that `python` imports."""
+    done = subprocess.run([python, "-c", READ_ALL, *map(str, paths)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 @pytest.mark.skipif(not os.environ.get("VADE_DUCKDB1_PYTHON"),
                     reason="set VADE_DUCKDB1_PYTHON to a Python with duckdb 1.x")
-def test_duckdb_1x_reads_a_run_file(tmp_path):
-    run = _run_file(tmp_path / "history.duckdb")
-    script = ("import duckdb, json, sys; con = duckdb.connect(sys.argv[1], read_only=True); "
-              "print(json.dumps([duckdb.__version__, con.execute("
-              "'SELECT count(*), sum(correct) FROM events').fetchone()]))")
-    done = subprocess.run([os.environ["VADE_DUCKDB1_PYTHON"], "-c", script, str(run)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    version, row = json.loads(done.stdout)
-    assert version.startswith("1.") and row == [4, 0 + 3 + 8 + 5]  # the one step's outcomes
+def test_duckdb_1x_reads_what_the_project_writes(written):
+    old = _read_all(os.environ["VADE_DUCKDB1_PYTHON"], written)
+    new = _read_all(sys.executable, written)
+    assert old.pop("version").startswith("1.") and new.pop("version").startswith("2.")
+    assert old == new  # every table and view, row for row
+    events = old[str(written[0])]["events"]
+    assert len(events) == 4  # the one step's four selected samples

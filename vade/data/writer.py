@@ -94,14 +94,14 @@ def _write_parquet(path: Path, rows: list[dict[str, Any]], with_difficulty: bool
 
 
 def _write_catalog(path: Path, records: list[dict[str, Any]], with_difficulty: bool) -> None:
-    import duckdb
+    from vade.store.file_format import connect_for_writing
     import pyarrow as pa
 
     cols = ["sample_id", "uid", "task", "domain", "split", "answer_type"]
     if with_difficulty:
         cols.append("difficulty")
     table = pa.Table.from_pylist([{c: r[c] for c in cols} for r in records])
-    con = duckdb.connect(str(path))
+    con = connect_for_writing(path)
     try:
         con.register("incoming", table)
         extra = ", difficulty DOUBLE" if with_difficulty else ""

@@ -20,6 +20,8 @@ from typing import Any
 
 import duckdb
 
+from vade.store.file_format import connect_for_writing
+
 __all__ = ["CREATE_TABLE", "EvalRow", "average_at_k", "eval_files", "open_eval_catalog",
            "write_eval_results"]
 
@@ -89,7 +91,7 @@ def write_eval_results(path: str | Path, rows: Sequence[EvalRow]) -> Path:
     tmp.unlink(missing_ok=True)
     cols = list(asdict(rows[0]))
     try:
-        con = duckdb.connect(str(tmp))
+        con = connect_for_writing(tmp)
         try:
             con.execute(CREATE_TABLE)
             con.execute(CREATE_VIEW.format(temp=""))

@@ -150,7 +150,7 @@ def format_histogram(hist: Sequence[int]) -> str:
 def write_difficulty(out: str | Path, result: Mapping[str, Any], *, cfg: DifficultyConfig,
                      extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """initial.parquet + difficulty.duckdb (table ``initial_difficulty``) + summary.json."""
-    import duckdb
+    from vade.store.file_format import connect_for_writing
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -164,7 +164,7 @@ def write_difficulty(out: str | Path, result: Mapping[str, Any], *, cfg: Difficu
         p.unlink(missing_ok=True)
     try:
         pq.write_table(table, pq_tmp)
-        con = duckdb.connect(str(db_tmp))
+        con = connect_for_writing(db_tmp)
         try:
             con.register("initial_arrow", table)
             con.execute(f"CREATE TABLE {TABLE} AS SELECT sample_id, correct, rollouts "

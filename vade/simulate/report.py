@@ -57,7 +57,7 @@ def _sweep_columns(sweep: SweepResult) -> dict[str, Any]:
 def write_tables(out_dir: Path, comp: Comparison, summary: list[dict[str, Any]],
                  sweep: SweepResult | None, config: dict[str, Any]) -> dict[str, Path]:
     """Write ``sim_*`` tables to ``out_dir/simulate.duckdb`` and one CSV each."""
-    import duckdb
+    from vade.store.file_format import connect_for_writing
     import pyarrow as pa
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -70,7 +70,7 @@ def write_tables(out_dir: Path, comp: Comparison, summary: list[dict[str, Any]],
         tables["sim_sweep"] = pa.table(_sweep_columns(sweep))
     db = out_dir / "simulate.duckdb"
     paths = {"duckdb": db}
-    with duckdb.connect(str(db)) as con:
+    with connect_for_writing(db) as con:
         con.execute("DROP TABLE IF EXISTS sim_sweep")  # a --no-sweep run leaves none behind
         for name, table in tables.items():
             con.register("incoming", table)

@@ -3,6 +3,13 @@
 A catalog is an in-memory DuckDB that attaches every run file read-only and exposes the same
 tables (as unions over the files) and the same views as a single run file, so every SQL example
 works unchanged on one run or a whole sweep.
+
+Read-only means read-only for the machine, not just for the database: a connection is *sealed*
+(external access off, no extension install or autoload, no spill files, configuration locked),
+so SQL can read the given databases and nothing else, and write nothing anywhere. The seal
+leaves one gap: DuckDB keeps an attached file readable, so ``DETACH`` then ``ATTACH`` without
+``READ_ONLY`` would reopen it for writing. :func:`check_select_only` closes it (and gives one
+clear message): ``vade sql`` and :func:`query` run queries only, never ATTACH/DETACH/SET/COPY.
 """
 
 from __future__ import annotations
@@ -15,7 +22,29 @@ import duckdb
 
 from vade.store.schema import TABLES, view_sql
 
-__all__ = ["connect", "expand_paths", "open_catalog", "open_readonly", "query"]
+__all__ = ["SEALED", "ReadOnlyError", "check_select_only", "connect", "expand_paths",
+           "explain_refusal",
+           "open_catalog", "open_readonly", "query", "seal"]
+
+# Order matters: the temp directory can only be changed while external access is still on, and
+# the lock comes last. An empty temp directory means a query that does not fit in memory fails
+# instead of writing spill files next to the run file (DuckDB's default `<db>.tmp`).
+SEALED: tuple[tuple[str, str], ...] = (
+    ("temp_directory", "''"),
+    ("autoinstall_known_extensions", "false"),
+    ("autoload_known_extensions", "false"),
+    ("allow_community_extensions", "false"),
+    ("enable_external_access", "false"),
+    ("lock_configuration", "true"),
+)
+
+REFUSED_HINT = ("vade sql is read-only: it reads only the given run databases, writes nothing "
+                "anywhere (no COPY/EXPORT, no other files), installs or loads no extensions, and "
+                "its settings are locked")
+
+
+class ReadOnlyError(ValueError):
+    """A statement that a sealed, read-only connection will not run."""
 
 
 def expand_paths(patterns: Iterable[str | Path]) -> list[Path]:
@@ -37,17 +66,24 @@ def expand_paths(patterns: Iterable[str | Path]) -> list[Path]:
     return unique
 
 
-def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
-    """One run file, read-only: a write raises instead of changing the history."""
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"no run database at {p}")
-    return duckdb.connect(str(p), read_only=True)
+def seal(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Switch off everything that reaches beyond the databases already open, then lock it."""
+    for name, value in SEALED:
+        con.execute(f"SET {name} = {value}")
+    return con
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def open_catalog(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
-    """All given files attached read-only: each table as a union over the files that hold it, and
-    the history views when run files are among them."""
+    """All given files attached read-only to an in-memory DuckDB, then sealed: each table as a
+    union over the files that hold it, and the history views when run files are among them.
+
+    In-memory (not the first file as the main database) because DuckDB caches instances per
+    file: a second catalog on the same file would get the first one's locked instance.
+    """
     con = duckdb.connect(":memory:")
     aliases = []
     for i, path in enumerate(expand_paths(paths)):
@@ -63,19 +99,57 @@ def open_catalog(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
     # Run tables, and any other table a file brings (the data catalog's `samples`, evaluation
     # files' `eval_results`, `initial_difficulty`), so one query can join them.
     for table, sources in sorted(holders.items()):
-        union = " UNION ALL BY NAME ".join(f"SELECT * FROM {a}.{table}" for a in sources)
-        con.execute(f'CREATE TEMP VIEW "{table}" AS {union}')
+        union = " UNION ALL BY NAME ".join(f"SELECT * FROM {a}.main.{_quote(table)}"
+                                           for a in sources)
+        con.execute(f"CREATE TEMP VIEW {_quote(table)} AS {union}")
     if all(table in holders for table in TABLES):
         con.execute(view_sql(temporary=True))
-    return con
+    return seal(con)
+
+
+def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
+    """One run file, read-only and sealed: a write raises instead of changing the history."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"no run database at {p}")
+    return open_catalog([p])
 
 
 def connect(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
-    """One file opened read-only, or a catalog when the paths name several."""
-    files = expand_paths(paths)
-    return open_readonly(files[0]) if len(files) == 1 else open_catalog(files)
+    """The sealed, read-only catalog over the files the paths name (one file or many)."""
+    return open_catalog(paths)
+
+
+def check_select_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Refuse, naming it, any statement that is not a query (SELECT, WITH, FROM, VALUES,
+    DESCRIBE, SHOW, SUMMARIZE all parse as SELECT). The sealed connection would stop file and
+    extension access anyway; this also stops ATTACH/DETACH, SET, temp tables and PRAGMAs, and
+    gives one clear message for all of them."""
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise ValueError(str(exc).splitlines()[0]) from exc
+    if not statements:
+        raise ValueError("no SQL statement given")
+    for st in statements:
+        if st.type != duckdb.StatementType.SELECT:
+            text = " ".join(st.query.split())
+            text = text if len(text) <= 60 else text[:57] + "..."
+            raise ReadOnlyError(f"refused {st.type.name} statement `{text}`: {REFUSED_HINT}; "
+                                "only queries (SELECT/WITH/FROM/DESCRIBE/SHOW) run")
+
+
+def explain_refusal(exc: duckdb.Error) -> str:
+    """DuckDB's first error line, with why when the seal refused it."""
+    first = str(exc).splitlines()[0]
+    if isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in first:
+        return f"{first} ({REFUSED_HINT})"
+    return first
 
 
 def query(paths: Sequence[str | Path], sql: str) -> duckdb.DuckDBPyConnection:
-    """Execute ``sql`` read-only; fetch with ``fetchall()``/``fetchone()``/``fetchnumpy()``."""
-    return connect(paths).execute(sql)
+    """Execute the query ``sql`` read-only; fetch with ``fetchall()``/``fetchone()``/
+    ``fetchnumpy()``. Statements other than queries raise :class:`ReadOnlyError`."""
+    con = connect(paths)
+    check_select_only(con, sql)
+    return con.execute(sql)

@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 
 from vade.sampling.observation import Observation
+from vade.store.file_format import connect_for_writing
 from vade.store.schema import CREATE_TABLES, view_sql
 
 __all__ = ["RunStore"]
@@ -60,7 +60,7 @@ class RunStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.run_id = run_id
         self.snapshot_every = int(snapshot_every)
-        self.con = duckdb.connect(str(self.path))
+        self.con = connect_for_writing(self.path)
         self.con.execute(CREATE_TABLES)
         self.con.execute(view_sql(temporary=False))
         self._logged_through = self.last_step()  # steps above this need no delete-before-insert

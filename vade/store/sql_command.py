@@ -1,4 +1,9 @@
-"""``vade sql``: ask a run's (or many runs') sampler history a question in SQL, read-only."""
+"""``vade sql``: ask a run's (or many runs') sampler history a question in SQL, read-only.
+
+Read-only for the machine too: only queries run, on a sealed connection that reads the given
+databases and nothing else and writes nothing (see :mod:`vade.store.query`). ``-o`` is the one
+file written, by this command, not by the SQL.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import duckdb
 
-    from vade.store.query import connect
+    from vade.store.query import check_select_only, connect, explain_refusal
 
     sql = args.query
     if sql.startswith("@"):
@@ -27,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
             sql = fh.read()
     con = connect(args.db)
     try:
+        check_select_only(con, sql)
         rel = con.sql(sql)
         if rel is None:
             raise ValueError("the statement returned no rows (vade sql is read-only)")
@@ -47,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 print(text)
     except duckdb.Error as exc:
-        raise ValueError(str(exc).splitlines()[0]) from exc
+        raise ValueError(explain_refusal(exc)) from exc
     finally:
         con.close()
     return 0

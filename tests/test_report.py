@@ -285,3 +285,65 @@ def test_report_bad_config_is_a_one_line_error(tmp_path, capsys):
                "--out", str(tmp_path)])
     assert rc == 2
     assert "report.heatmap_samples" in capsys.readouterr().err
+
+
+def test_html_report_shows_tables_and_embeds_figures(fixture_dirs, tmp_path):
+    """What ``snakemake --report`` shows: HTML pages, not a Markdown download (real renderer)."""
+    _report(fixture_dirs, tmp_path / "r")
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert page.count("<table>") >= 5  # runs, Table 1, 2, 5, headline (+ selection counts)
+    assert "<td>Ours (VADE)</td>" in page and "<td>62.50* ▲+7.50</td>" in page
+    assert 'src="figures/' not in page  # every figure inlined: the page stands alone
+    assert page.count('src="data:image/png;base64,') == 5
+    table1 = (tmp_path / "r" / "tables" / "table1.html").read_text()
+    assert "<th>math</th>" in table1 and "<td>55.00* ▲+10.00</td>" in table1
+    assert "<img" not in table1
+    assert sorted(p.name for p in (tmp_path / "r" / "tables").iterdir()) == [
+        "headline.html", "runs.html", "table1.html", "table2.html", "table5.html"]
+    _report(fixture_dirs, tmp_path / "again")
+    for name in ("report.html", "tables/table1.html"):
+        assert (tmp_path / "r" / name).read_bytes() == (tmp_path / "again" / name).read_bytes()
+
+
+def test_score_axis_is_never_narrower_than_its_noise():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from vade.report.figures import _min_span
+
+    fig, ax = plt.subplots()
+    for ylim, want in (((0.500, 0.506), (0.453, 0.553)), ((0.0, 0.01), (0.0, 0.1)),
+                       ((0.97, 1.0), (0.9, 1.0)), ((0.2, 0.6), (0.2, 0.6))):
+        ax.set_ylim(*ylim)
+        _min_span(ax, 0.1)
+        assert ax.get_ylim() == pytest.approx(want)
+    plt.close(fig)
+
+
+def test_validation_panels_start_at_zero_with_a_band(tmp_path, monkeypatch):
+    """Figure 4a from a history with the step-0 score and ``val/n``: x from 0, a 95% band."""
+    from vade.report import figures
+    from vade.report.collect import collect
+
+    root = tmp_path / "runs"
+    _record(root, "tiny-grpo-vade-s0", [0.5, 0.55])
+    with RunStore(root / "tiny-grpo-vade-s0" / "history.duckdb", "tiny-grpo-vade-s0") as store:
+        store.log_metrics(0, {"val/acc": 0.4, "val/n": 100.0})
+        store.log_metrics(1, {"val/n": 100.0})
+        store.log_metrics(2, {"val/n": 100.0})
+    inputs = collect(runs=[root], evals=[], expected=[],
+                     metric_names=["val/acc", figures.VAL_ITEMS])
+    curve = inputs.runs["tiny-grpo-vade-s0"].curves["val/acc"]
+    assert curve.step.tolist() == [0, 1, 2] and curve.rollouts[0] == 0.0
+    shown = {}
+    monkeypatch.setattr(figures, "save", lambda fig, path: shown.setdefault("fig", fig))
+    figures.figure4(inputs, tmp_path / "f4.png", "val/acc")
+    ax = shown["fig"].axes[0]
+    assert ax.get_xlim()[0] == 0.0
+    (band,) = ax.collections  # fill_between: ±1.96 sqrt(p(1-p)/n)
+    lower = band.get_paths()[0].vertices[:, 1].min()
+    assert lower == pytest.approx(0.4 - 1.96 * np.sqrt(0.4 * 0.6 / 100), abs=1e-9)
+    assert ax.get_legend().get_texts()[0].get_text() == "vade s0"
+    inputs.catalog.close()

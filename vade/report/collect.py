@@ -117,7 +117,9 @@ def _curves(con: duckdb.DuckDBPyConnection, names: Sequence[str]) -> dict[str, d
         grouped.setdefault((run, name), []).append((step, value))
     for (run, name), rows in grouped.items():
         s = np.array([r[0] for r in rows], np.int64)
-        rc = np.array([cum.get(run, {}).get(int(x), np.nan) for x in s], float)
+        # step 0 (validation before training) comes before any training rollout
+        rc = np.array([cum.get(run, {}).get(int(x), 0.0 if x == 0 else np.nan) for x in s],
+                      float)
         out.setdefault(run, {})[name] = Curve(s, np.array([r[1] for r in rows], float), rc,
                                               "duckdb")
     return out

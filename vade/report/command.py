@@ -2,8 +2,10 @@
 
 Reads run histories (``results/<name>/runs``), evaluation files (``results/<name>/eval``) and,
 for metrics a history lacks (verl runs log validation scores to MLflow only), MLflow. Writes
-``<out>/report.md`` and ``<out>/figures/*.png`` (fixed names, usable as ``snakemake --report``
-items). Same inputs give the same Markdown, byte for byte: nothing time-dependent is printed.
+``<out>/report.md``, the same as one self-contained ``<out>/report.html`` (figures embedded),
+``<out>/tables/*.html`` (one page per table) and ``<out>/figures/*.png``: fixed names, the items
+of ``snakemake --report``. Same inputs give the same files, byte for byte: nothing
+time-dependent is printed.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from pathlib import Path
 
 from vade.config_io import add_config_arguments, load_config, section
 
-__all__ = ["FIGURES", "add_arguments", "build_report", "run"]
+__all__ = ["FIGURES", "TABLES", "add_arguments", "build_report", "run"]
 
 FIGURES = ("figure1.png", "figure3.png", "figure4.png", "difficulty_heatmap.png",
            "selection_counts.png")
+TABLES = ("runs.html", "table1.html", "table2.html", "table5.html", "headline.html")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,9 +58,11 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
     from vade.report import difficulty as diff
     from vade.report import figures, tables
     from vade.report.collect import collect
+    from vade.report.figures import VAL_ITEMS
+    from vade.report.html import write_page
 
     inputs = collect(runs=runs, evals=evals, expected=expected,
-                     metric_names=[cfg.val_metric, cfg.grad_norm_metric],
+                     metric_names=[cfg.val_metric, cfg.grad_norm_metric, VAL_ITEMS],
                      mlflow_uri=mlflow_uri, mlflow_experiment=mlflow_experiment or name,
                      difficulty=difficulty, samples=samples, benchmarks=cfg.benchmarks)
     fig_dir = out / "figures"
@@ -69,6 +74,16 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
     _, sel_text = diff.selection_counts(inputs, fig_dir / "selection_counts.png",
                                         cfg.difficulty_buckets, cfg.decimals)
     d, paper_on = cfg.decimals, cfg.paper_comparison
+    table_md = {
+        "runs.html": ("Runs", tables.inventory(inputs)),
+        "table1.html": ("Table 1", tables.table1(inputs, d, paper_on)),
+        "table2.html": ("Table 2", tables.table2(inputs, d, paper_on)),
+        "table5.html": ("Table 5", tables.table5(inputs, d, paper_on)),
+        "headline.html": ("Headline", tables.headline(inputs, cfg.val_metric,
+                                                      cfg.headline_fraction, d)),
+    }
+    for file, (title, text) in table_md.items():
+        write_page(out / "tables" / file, text, f"{name}: {title}")
     parts = [
         f"# VADE report: {name}",
         "",
@@ -78,13 +93,13 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         "missing." + (" Paper numbers are printed beside ours ('↳ paper' rows)." if paper_on
                       else ""),
         "",
-        tables.inventory(inputs),
+        table_md["runs.html"][1],
         "## Tables",
         "",
-        tables.table1(inputs, d, paper_on),
-        tables.table2(inputs, d, paper_on),
-        tables.table5(inputs, d, paper_on),
-        tables.headline(inputs, cfg.val_metric, cfg.headline_fraction, d),
+        table_md["table1.html"][1],
+        table_md["table2.html"][1],
+        table_md["table5.html"][1],
+        table_md["headline.html"][1],
         "## Figures",
         "",
         "![Figure 1](figures/figure1.png)",
@@ -117,6 +132,7 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         parts += ["## Notes", ""] + [f"- {n}" for n in inputs.notes] + [""]
     md = out / "report.md"
     _write_text(md, "\n".join(parts))
+    write_page(out / "report.html", "\n".join(parts), f"VADE report: {name}", images_from=out)
     if inputs.catalog is not None:
         inputs.catalog.close()
     return md
@@ -132,5 +148,6 @@ def run(args: argparse.Namespace) -> int:
     md = build_report(name=name, cfg=cfg, runs=args.runs, evals=args.evals, out=Path(args.out),
                       samples=args.samples, difficulty=args.difficulty, expected=expected,
                       mlflow_uri=args.mlflow_uri, mlflow_experiment=args.mlflow_experiment)
-    print(f"wrote {md} and {len(FIGURES)} figures under {md.parent / 'figures'}")
+    print(f"wrote {md}, {md.with_suffix('.html')}, {len(TABLES)} tables under "
+          f"{md.parent / 'tables'} and {len(FIGURES)} figures under {md.parent / 'figures'}")
     return 0

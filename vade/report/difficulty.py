@@ -60,7 +60,7 @@ def heatmap(inputs: Inputs, path: Path, n_items: int, seed: int,
     import matplotlib.pyplot as plt
 
     rid = _heatmap_run(inputs, run) if inputs.catalog is not None else None
-    fig, ax = plt.subplots(figsize=(9, max(3.0, 0.14 * n_items + 1.2)))
+    fig, ax = plt.subplots(figsize=(10, max(3.0, 0.24 * n_items + 1.4)))  # ~8 pt row labels
     if rid is None:
         ax.text(0.5, 0.5, "no VADE-family run history", ha="center", va="center")
         ax.set_axis_off()
@@ -86,7 +86,7 @@ def heatmap(inputs: Inputs, path: Path, n_items: int, seed: int,
                    extent=(steps[0] - 0.5, steps[-1] + 0.5, chosen.size - 0.5, -0.5))
     ax.set_yticks(range(chosen.size))
     ax.set_yticklabels([f"{s} {inputs.sample_labels.get(int(s), '')}".strip() for s in chosen],
-                       fontsize=5)
+                       fontsize=8)
     ax.set_xlabel("step")
     ax.set_ylabel("sample id")
     ax.set_title(f"posterior mean p over steps, run {rid}", fontsize=10)

@@ -53,10 +53,17 @@ def run(args: argparse.Namespace) -> int:
     if sweep is not None:
         paths["sweep"] = plot_sweep(out / "sweep.png", sweep)
     d, r = cfg.dynamics, cfg.run
-    print(f"\nN = {d.n_samples}, G = {d.group_size}, B = {r.batch_size}, {r.steps} steps, "
-          f"{cfg.seeds} seeds; target = {cfg.target_fraction:g} x DAPO's best mean pass rate "
-          f"({comp.targets.mean():.3f}); ratio early/late = first/last 10% of steps")
-    print(format_table(summary))
+    setup = (f"N = {d.n_samples}, G = {d.group_size}, B = {r.batch_size}, {r.steps} steps, "
+             f"{cfg.seeds} seeds; target = {cfg.target_fraction:g} x DAPO's best mean pass rate "
+             f"({comp.targets.mean():.3f}); ratio early/late = first/last 10% of steps")
+    table = format_table(summary)
+    print(f"\n{setup}\n{table}")
+    from vade.report.html import write_page
+
+    code_block = "\n".join("    " + line for line in table.splitlines())
+    paths["summary_html"] = write_page(
+        out / "summary.html", f"## Sampler lab: summary\n\n{setup}\n\n{code_block}\n",
+        "Sampler lab: summary")
     print(f"\nwrote {', '.join(str(p) for p in paths.values())} "
           f"in {time.perf_counter() - start:.1f} s")
     return 0

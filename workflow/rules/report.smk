@@ -1,12 +1,20 @@
 # Stage 5: Tables 1, 2 and 5, Figures 1, 3 and 4, the rollout headline and the per-sample difficulty
-# view, from the runs' DuckDB histories and the evaluation files; items of `snakemake --report`.
+# view, from the runs' DuckDB histories and the evaluation files. The HTML report shows report.html
+# (everything, figures embedded), each table and each figure as items; report.md is the same text.
 
 
 rule report:
     input:
         unpack(report_inputs),
     output:
-        md=report(f"{REPORTS}/report.md", caption="../report/report.rst", category="Report"),
+        md=f"{REPORTS}/report.md",
+        html=report(f"{REPORTS}/report.html", caption="../report/report.rst", category="Report"),
+        tables=report(
+            directory(f"{REPORTS}/tables"),
+            patterns=["{name}.html"],
+            caption="../report/tables.rst",
+            category="Tables",
+        ),
         figures=report(
             directory(f"{REPORTS}/figures"),
             patterns=["{name}.png"],

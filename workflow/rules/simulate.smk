@@ -5,12 +5,15 @@
 rule simulate:
     input:
         cfg=config["simulate"]["config"],
-        code=sources("vade/simulate", "vade/sampling", "vade/store"),
+        code=sources("vade/simulate", "vade/sampling", "vade/store", "vade/report/html.py"),
     output:
-        summary=report(f"{REPORTS}/simulate/sim_summary.csv", caption="../report/simulate.rst",
-                       category="Sampler lab"),
+        summary=f"{REPORTS}/simulate/sim_summary.csv",
+        table=report(f"{REPORTS}/simulate/summary.html", caption="../report/simulate.rst",
+                     category="Sampler lab"),
         curves=report(f"{REPORTS}/simulate/curves.png", caption="../report/simulate.rst",
                       category="Sampler lab"),
+        sweep=report(f"{REPORTS}/simulate/sweep.png", caption="../report/simulate.rst",
+                     category="Sampler lab"),
     params:
         quick="--quick" if config["simulate"]["quick"] else "",
         out=lambda wc, output: Path(output.summary).parent,

@@ -171,8 +171,9 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
                           "method": cfg.method, "algorithm": cfg.algorithm})
         if state["step"] == 0 and cfg.val_before_train:
             state["val"][0] = _validate(policy.engine, val_examples, cfg, 0)
-            store.log_metrics(0, {"val/acc": state["val"][0]})  # the curves' baseline point
-            tracker.log_metrics({"val/acc": state["val"][0]}, step=0)
+            baseline = {"val/acc": state["val"][0], "val/n": float(len(val_examples))}
+            store.log_metrics(0, baseline)  # the curves' first point
+            tracker.log_metrics(baseline, step=0)
             if progress:
                 tqdm.write(f"{run_id} step 0/{cfg.steps}: val/acc = {state['val'][0]:.3f}")
 
@@ -195,6 +196,7 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
             if cfg.val_every and step % cfg.val_every == 0 or last:
                 state["val"][step] = _validate(policy.engine, val_examples, cfg, step)
                 metrics["val/acc"] = state["val"][step]
+                metrics["val/n"] = float(len(val_examples))  # items: the report's error bars
                 if progress:
                     bar.write(f"{run_id} step {step}/{cfg.steps}: val/acc = "
                               f"{state['val'][step]:.3f}, reward = "

@@ -12,7 +12,9 @@ committed to. Rules, in priority order (the first that finds something wins):
    X runs to the end of its line (or the next line when the phrase ends the line) and stops at
    the first ". " sentence end.
 3. For choice questions only: the last standalone capital letter among the allowed option letters
-   (``(B)``, ``B.``, ``B``), so "I think it is B" answers B (the pronoun "I" is not an option).
+   (``(B)``, ``B.``, ``B``), so "I think it is B" answers B (the pronoun "I" is not an option,
+   nor is the article in "A triangle has"). A letter coordinated with others ("A or B") yields
+   the whole run, which the verifier scores 0 (``candidates``: hedged answers).
 4. The whole response, when it is one short line (a model that just answers "Yes." or "42", or
    the text of an option).
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from vade.rewards.candidates import candidate_runs
 from vade.rewards.normalize import canonical_unicode
 
 __all__ = [
@@ -163,12 +166,21 @@ _LETTER = re.compile(r"(?<![A-Za-z0-9])\(?([A-Z])\)?(?![A-Za-z0-9])")
 
 
 def find_choice_letter(text: str, letters: str) -> str | None:
-    """The last standalone capital letter of ``text`` that is one of ``letters``."""
-    found = None
-    for m in _LETTER.finditer(text):
-        if m.group(1) in letters:
-            found = m.group(1)
-    return found
+    """The last option letter of ``text`` among ``letters`` that is read as one (rule 3).
+
+    "A" running into a word ("A triangle has ...") is the article, not option A
+    (``candidates``). When that letter is coordinated with other candidates on its line ("It
+    could be A or B"), the whole run is returned, so that the verifier sees the hedge.
+    """
+    found = [m.start(1) for m in _LETTER.finditer(text) if m.group(1) in letters]
+    for pos in found[:-MAX_TRIES - 1:-1]:
+        lo = max(text.rfind("\n", 0, pos) + 1, pos - MAX_ANSWER_CHARS)
+        hi = text.find("\n", pos, pos + MAX_ANSWER_CHARS)
+        line = text[lo:hi if hi >= 0 else pos + MAX_ANSWER_CHARS]
+        for run in candidate_runs(line, "choice", letters):
+            if run.start <= pos - lo < run.end:
+                return line[run.start:run.end] if run.hedged else text[pos]
+    return None
 
 
 def extract_answer(response: str, *, choice_letters: str | None = None) -> Extraction:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CHUNK_SIZE", "OBJECTIVES", "EXPLORATIONS", "ChunkedScorer", "greedy_estimate"]
+__all__ = ["CHUNK_SIZE", "EXPLORATIONS", "OBJECTIVES", "ChunkedScorer", "greedy_estimate"]
 
 CHUNK_SIZE = 1 << 16
 

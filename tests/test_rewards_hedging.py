@@ -11,6 +11,8 @@ from the hedge, not from an unreadable format).
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vade.rewards import compute_score, extract_answer, score_one
 from vade.rewards.candidates import candidate_runs, is_hedged, named_candidates
@@ -43,6 +45,7 @@ CHOICE_HEDGES = [
     ("Answer: neither A nor B", "AB", "Answer: A", "A"),
     ("Answer: (b) or (c)", "BC", "Answer: (b)", "B"),
     ("Answer: A B", "AB", "Answer: A", "A"),
+    ("Answer: A. Or maybe B.", "AB", "Answer: A.", "A"),   # the sentence end does not hide B
     # the letter fallback (no box, no answer phrase): the last letter and what it is joined to
     ("A or B", "AB", "B", "B"),
     ("It could be A or B", "AB", "It could be B", "B"),
@@ -84,6 +87,8 @@ NOT_HEDGES = [
     (r"\boxed{(A) The triangle is isosceles}", "A", "choice"),
     ("Answer: (A) The triangle is isosceles", "A", "choice"),
     ("Answer: B", "B", "choice"),
+    ("The answer is **B**.", "B", "choice"),               # markdown before the period
+    ("Answer: A. Order matters here, not size", "A", "choice"),
     ("After checking the angles, the answer is C.", "C", "choice"),
     ("Answer: B) A right triangle", "B", "choice"),
     (r"\boxed{(D) both A and B}", "D", "choice"),
@@ -142,3 +147,34 @@ def test_letter_fallback_returns_the_whole_run_of_a_hedge():
     assert extract_answer("It could be B", choice_letters="ABCD").answer == "B"
     # "A" running into a word is the article: the letter read is the earlier B
     assert extract_answer("So B. A square has four sides", choice_letters="ABCD").answer == "B"
+
+
+# ---------------------------------------------------------------- the rule, not the strings
+
+_JOINERS = (" or ", "/", ", ", ",", " and ", " | ", " & ", "; ", " or maybe ", ", or possibly ",
+            " and/or ", " vs ")
+_WRAPPERS = (r"\boxed{%s}", "Answer: %s", "The final answer is %s.", "%s",
+             "After some thought, it is %s")
+_FORMS = ("{}", "({})", "**{}**", "option {}", "{}.")
+
+
+@settings(max_examples=200, deadline=None)
+@given(pair=st.permutations("ABCD"), joiner=st.sampled_from(_JOINERS),
+       wrapper=st.sampled_from(_WRAPPERS), form=st.sampled_from(_FORMS))
+def test_any_two_options_joined_any_way_score_zero(pair, joiner, wrapper, form):
+    first, second = pair[0], pair[1]
+    hedged = wrapper % (form.format(first) + joiner + form.format(second))
+    assert acc(hedged, first, "choice") == 0.0
+    assert acc(hedged, second, "choice") == 0.0
+    assert acc(wrapper % form.format(second), second, "choice") == 1.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(first=st.sampled_from(["yes", "no", "Yes", "NO"]), joiner=st.sampled_from(_JOINERS),
+       wrapper=st.sampled_from((r"\boxed{%s}", "Answer: %s", "%s", "The answer is %s.")))
+def test_yes_and_no_joined_any_way_score_zero(first, joiner, wrapper):
+    second = "no" if first.lower() == "yes" else "yes"
+    hedged = wrapper % (first + joiner + second)
+    assert acc(hedged, "yes", "yesno") == 0.0
+    assert acc(hedged, "no", "yesno") == 0.0
+    assert acc(wrapper % first, first.lower(), "yesno") == 1.0

@@ -46,9 +46,9 @@ _CLOSERS = frozenset(").]:!?")
 _WORDLIKE = {"choice": frozenset({"a", "i"}), "yesno": frozenset({"no"})}
 _YESNO = frozenset({"yes", "no"})
 # A bracketed letter, a word (with an apostrophe part: "B's" is not B), a number, one other mark.
+# Markdown emphasis (* ` _) is skipped like spaces: "**A** or **B**" names A and B.
 _TOKEN = re.compile(r"(?P<br>[(\[] ?[A-Za-z] ?[)\]])|(?P<word>[A-Za-z]+(?:'[A-Za-z]+)?)"
-                    r"|(?P<num>[0-9]+)|(?P<mark>\S)")
-_MARKUP = str.maketrans("", "", "*`_")
+                    r"|(?P<num>[0-9]+)|(?P<mark>[^\s*`_])")
 
 
 @dataclass(frozen=True)
@@ -164,13 +164,13 @@ def candidate_runs(text: str, kind: str, letters: str = "") -> list[Run]:
 
 
 def _normal(answer: str) -> str:
-    return strip_latex(canonical_unicode(answer)).translate(_MARKUP)
+    return strip_latex(canonical_unicode(answer))
 
 
 def named_candidates(answer: str, kind: str, letters: str = "") -> tuple[str, ...]:
     """The candidates of the leading run of ``answer`` (the one the verifiers read), in order;
-    empty when the answer does not start with a candidate. LaTeX and markdown are removed
-    first (``\\text{A} or \\text{B}``, ``**A** or **B**``)."""
+    empty when the answer does not start with a candidate. LaTeX is removed first
+    (``\\text{A} or \\text{B}``)."""
     runs = candidate_runs(_normal(answer), kind, letters)
     return runs[0].names if runs and runs[0].leading else ()
 

@@ -10,7 +10,7 @@ committed to. Rules, in priority order (the first that finds something wins):
    is skipped in favour of an earlier complete one.
 2. An answer phrase: the last "answer is X" / "Answer: X" / "final answer = X" (case-insensitive);
    X runs to the end of its line (or the next line when the phrase ends the line) and stops at
-   the first ". " sentence end.
+   the first ". " sentence end (not one followed by "or"/"and" or a list mark: "A. Or B" is one hedged answer).
 3. For choice questions only: the last standalone capital letter among the allowed option letters
    (``(B)``, ``B.``, ``B``), so "I think it is B" answers B (the pronoun "I" is not an option,
    nor is the article in "A triangle has"). A letter coordinated with others ("A or B") yields
@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from vade.rewards.candidates import candidate_runs
+from vade.rewards.candidates import JOIN_WORDS, candidate_runs
 from vade.rewards.normalize import canonical_unicode
 
 __all__ = [
@@ -131,9 +131,17 @@ def find_boxed(text: str) -> str | None:
 _CONNECTOR = re.compile(r"\*{0,3}[ \t]{0,8}(?:is\b|:|=)[ \t]{0,8}:?[ \t]{0,8}\*{0,3}[ \t]{0,8}")
 
 
+# A sentence end followed by a coordinating word or list mark ("A. Or maybe B", "A. / B") does not
+# end the answer: the hedge stays visible to the verifier.
+_JOINED = "|".join(sorted(JOIN_WORDS))
+_CONTINUES = re.compile(rf"\.[ \t]{{1,8}}(?:(?:{_JOINED})\b|[,/|&;+])", re.IGNORECASE)
+
+
 def _clean_value(value: str) -> str:
     value = value.strip()
     cut = value.find(". ")
+    while cut > 0 and _CONTINUES.match(value, cut):
+        cut = value.find(". ", cut + 2)
     if cut > 0:
         value = value[:cut]
     return value.strip().strip("*`").strip()

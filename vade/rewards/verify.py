@@ -124,6 +124,7 @@ def verify_yesno(pred: str, gold: str) -> bool:
 _OPTION = re.compile(
     r"(?P<word>option|choice)?[ \t]{0,3}[(\[]?(?P<letter>[A-Za-z])[)\].:,]{0,2}(?=[ \t]|$)",
     re.IGNORECASE)
+_MARKDOWN = str.maketrans("", "", "*`")  # "**B**." is B.
 MAX_OPTIONS = 8  # letters A-H when the number of options is unknown ("I" is the pronoun)
 
 
@@ -131,7 +132,7 @@ def option_letter(text: str, n_choices: int | None = None) -> str | None:
     """The option letter a short answer names, upper case; None if it names none (or one past
     ``n_choices``, default ``MAX_OPTIONS``). A lower-case letter counts only when it is the whole
     answer."""
-    s = strip_latex(canonical_unicode(text)).strip().strip("*`").strip()
+    s = strip_latex(canonical_unicode(text)).translate(_MARKDOWN).strip()
     m = _OPTION.match(s)
     if m is None:
         return None

@@ -46,6 +46,9 @@ CHOICE_HEDGES = [
     ("Answer: (b) or (c)", "BC", "Answer: (b)", "B"),
     ("Answer: A B", "AB", "Answer: A", "A"),
     ("Answer: A. Or maybe B.", "AB", "Answer: A.", "A"),   # the sentence end does not hide B
+    # several boxes joined on one line are one hedged answer
+    (r"\boxed{A} or \boxed{B}", "AB", r"\boxed{A}", "A"),
+    (r"So it is \boxed{\text{C}} / \boxed{\text{D}}.", "CD", r"So it is \boxed{\text{C}}.", "C"),
     # the letter fallback (no box, no answer phrase): the last letter and what it is joined to
     ("A or B", "AB", "B", "B"),
     ("It could be A or B", "AB", "It could be B", "B"),
@@ -70,6 +73,7 @@ YESNO_HEDGES = [
     ("Answer: either yes or no", "Answer: yes", "yes"),
     ("Yes (or no)", "Yes", "yes"),
     ("Answer: no/yes", "Answer: no", "no"),
+    (r"\boxed{yes} or \boxed{no}", r"\boxed{yes}", "yes"),
     ("No or yes", "No", "no"),
 ]
 
@@ -100,6 +104,9 @@ NOT_HEDGES = [
     ("Looking at the diagram, I think it is (C) and not the others\nsince ...", "C", "choice"),
     ("Option A is wrong since the sides differ, so D", "D", "choice"),
     ("Answer: Yes, no doubt about it", "yes", "yesno"),
+    # the last box is the final commitment when the boxes are not joined
+    ("First \\boxed{A}, but no: the answer is \\boxed{B}", "B", "choice"),
+    ("\\boxed{A}\nWait, that is wrong.\n\\boxed{B}", "B", "choice"),
     ("Answer: No, it is not.", "no", "yesno"),
     (r"\boxed{No}", "no", "yesno"),
 ]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vade.sampling import VadeSampler, make_sampler
-from vade.sampling.draws import CHUNK_SIZE
+from vade.sampling.draws import CHUNK_SIZE, greedy_estimate
 
 ALPHA = np.array([2.0, 0.0, 5.0, 1.0])
 BETA = np.array([6.0, 8.0, 3.0, 7.0])
@@ -69,8 +69,8 @@ def _greedy(method: str, alpha, beta, seed: int = 0, k: int = 1):
 
 
 def test_asymmetric_objective_prefers_the_harder_sample_at_equal_variance():
-    # posterior means (a+1)/(a+b+2): 3/10 = 0.3 and 7/10 = 0.7, equal p(1-p) = 0.21
-    alpha, beta = [2.0, 6.0], [6.0, 2.0]
+    # greedy estimates a/(a+b): 3/10 = 0.3 and 7/10 = 0.7, equal p(1-p) = 0.21
+    alpha, beta = [3.0, 7.0], [7.0, 3.0]
     picks = [VadeSampler(2, 1, alpha=np.array(alpha), beta=np.array(beta), exploration="greedy",
                          seed=seed).select()[0] for seed in range(40)]
     assert set(picks) == {0}  # 0.3 * 0.49 = 0.147 > 0.7 * 0.09 = 0.063
@@ -80,10 +80,10 @@ def test_asymmetric_objective_prefers_the_harder_sample_at_equal_variance():
 
 
 def test_objectives_peak_where_the_paper_says():
-    # greedy means on a grid: the asymmetric gain peaks at p = 1/3, the symmetric at p = 1/2
-    a = np.arange(0, 19, dtype=float)
-    b = 18 - a  # means (a + 1) / 20 = 0.05 ... 0.95
-    means = (a + 1) / 20
+    # greedy estimates on a grid: the asymmetric gain peaks at p = 1/3, the symmetric at p = 1/2
+    a = np.arange(1, 20, dtype=float)
+    b = 20 - a  # estimates a / 20 = 0.05 ... 0.95
+    means = a / 20
     asym = VadeSampler(19, 1, alpha=a, beta=b, exploration="greedy").select()[0]
     sym = VadeSampler(19, 1, alpha=a, beta=b, exploration="greedy",
                       objective="symmetric").select()[0]
@@ -97,9 +97,39 @@ def test_greedy_is_deterministic_and_ignores_the_seed_without_ties():
     picks = {tuple(VadeSampler(500, 32, alpha=alpha, beta=beta, exploration="greedy",
                                seed=seed).select()) for seed in range(5)}
     assert len(picks) == 1
-    mean = (alpha + 1) / (alpha + beta + 2)
+    mean = alpha / (alpha + beta)
     gain = mean * (1 - mean) ** 2
     np.testing.assert_array_equal(np.sort(next(iter(picks))), np.sort(np.argsort(-gain)[:32]))
+
+
+def test_greedy_estimate_is_the_papers_ratio_with_one_half_when_undefined():
+    # hand values: 3/8, 0/8, 8/8, undefined -> 0.5, decayed (0.9*2)/(0.9*2 + 0.9*6) = 0.25
+    alpha = np.array([3.0, 0.0, 8.0, 0.0, 1.8, 1e-300])
+    beta = np.array([5.0, 8.0, 0.0, 0.0, 5.4, 0.0])
+    np.testing.assert_allclose(greedy_estimate(alpha, beta),
+                               [0.375, 0.0, 1.0, 0.5, 0.25, 1.0], rtol=1e-15)
+    out = np.empty(6, dtype=np.float32)
+    assert greedy_estimate(alpha, beta, out=out) is out
+    np.testing.assert_array_equal(out, np.float32([0.375, 0.0, 1.0, 0.5, 0.25, 1.0]))
+
+
+def test_greedy_never_prefers_a_never_solved_sample_over_a_partly_solved_one():
+    """Issue 13: with the posterior mean, r = 0 of 8 (mean 0.1, gain 0.081) outranked every
+    r >= 6 of 8 (mean 0.7, gain 0.063); with the paper's estimate its gain is 0."""
+    r = np.arange(0, 9, dtype=float)  # sample i was solved i times of 8
+    s = VadeSampler.from_rollouts(r, 8, batch_size=9, exploration="greedy")
+    order = list(s.select())
+    # gains p(1-p)^2 at p = r/8, by hand: r=3 0.1465 > r=2 0.1406 > r=4 0.125 > r=1 0.0957
+    # > r=5 0.0879 > r=6 0.0469 > r=7 0.0137 > r=0 = r=8 = 0
+    assert order[:7] == [3, 2, 4, 1, 5, 6, 7]
+    assert set(order[7:]) == {0, 8}
+    never = VadeSampler(2, 1, alpha=np.array([0.0, 6.0]), beta=np.array([8.0, 2.0]),
+                        exploration="greedy")
+    assert [never.select()[0] for _ in range(5)] == [1] * 5
+    # an unobserved sample (flat prior) is estimated at 0.5: gain 0.125, above r = 1 of 8
+    flat = VadeSampler(2, 1, alpha=np.array([0.0, 1.0]), beta=np.array([0.0, 7.0]),
+                       exploration="greedy")
+    assert flat.select()[0] == 0
 
 
 def _reference_win_rates(alpha, beta, offset: float, draws: int = 1_000_000) -> np.ndarray:

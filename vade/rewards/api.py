@@ -117,7 +117,7 @@ def score_one(solution: str, ground_truth: Any, answer_type: str,
     letters = None
     if answer_type == "choice":
         letters = _LETTERS[:len(choices) if choices else MAX_OPTIONS]
-    found = extract_answer(solution, choice_letters=letters)
+    found = extract_answer(solution, choice_letters=letters, yesno=answer_type == "yesno")
     acc = 0.0
     if found.answer is not None:
         try:

@@ -6,13 +6,16 @@ committed to. Rules, in priority order (the first that finds something wins):
 1. ``\\boxed{...}`` (or ``\\fbox{...}``): the LAST complete one. Braces are balanced, so nested
    LaTeX (``\\boxed{\\frac{1}{2}}``) is kept whole and ``\\{``/``\\}`` do not count. Taking the last
    one means a response that boxes several candidates is judged by its final commitment, and
-   emitting many boxes cannot earn more than one answer. An unclosed box (a truncated generation)
-   is skipped in favour of an earlier complete one.
+   emitting many boxes cannot earn more than one answer; for choice and yes/no questions, boxes
+   joined on one line ("\\boxed{A} or \\boxed{B}") are one hedged answer. An unclosed box (a
+   truncated generation) is skipped in favour of an earlier complete one.
 2. An answer phrase: the last "answer is X" / "Answer: X" / "final answer = X" (case-insensitive);
    X runs to the end of its line (or the next line when the phrase ends the line) and stops at
-   the first ". " sentence end.
+   the first ". " sentence end (not one followed by "or"/"and" or a list mark: "A. Or B" is one hedged answer).
 3. For choice questions only: the last standalone capital letter among the allowed option letters
-   (``(B)``, ``B.``, ``B``), so "I think it is B" answers B (the pronoun "I" is not an option).
+   (``(B)``, ``B.``, ``B``), so "I think it is B" answers B (the pronoun "I" is not an option,
+   nor is the article in "A triangle has"). A letter coordinated with others ("A or B") yields
+   the whole run, which the verifier scores 0 (``candidates``: hedged answers).
 4. The whole response, when it is one short line (a model that just answers "Yes." or "42", or
    the text of an option).
 
@@ -30,7 +33,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from vade.rewards.normalize import canonical_unicode
+from vade.rewards.candidates import JOIN_WORDS, candidate_runs
+from vade.rewards.normalize import canonical_unicode, strip_latex
 
 __all__ = [
     "MAX_ANSWER_CHARS",
@@ -101,9 +105,8 @@ def _balanced(text: str, open_at: int) -> str | None:
     return None
 
 
-def find_boxed(text: str) -> str | None:
-    """The content of the last complete ``\\boxed{...}``/``\\fbox{...}`` (see module doc)."""
-    pos = len(text)
+def _last_box(text: str, pos: int) -> tuple[int, int, str] | None:
+    """``(start, end, content)`` of the last complete box that starts before ``pos``."""
     for _ in range(MAX_TRIES):
         at, cmd = max((text.rfind(c, 0, pos), c) for c in _BOX_COMMANDS)
         if at < 0:
@@ -114,12 +117,45 @@ def find_boxed(text: str) -> str | None:
         if j < len(text) and text[j] == "{":
             content = _balanced(text, j)
             if content is not None:
-                return content.strip()
+                return at, j + len(content) + 2, content.strip()
         elif j < len(text) and j > at + len(cmd):  # "\boxed 5": one token
             token = text[j:j + MAX_ANSWER_CHARS].split(None, 1)
             if token and token[0].strip("$."):
-                return token[0].strip("$.")
+                return at, j + len(token[0]), token[0].strip("$.")
         pos = at
+    return None
+
+
+def find_boxed(text: str) -> str | None:
+    """The content of the last complete ``\\boxed{...}``/``\\fbox{...}`` (see module doc)."""
+    box = _last_box(text, len(text))
+    return None if box is None else box[2]
+
+
+def _joined_boxes(text: str, box: tuple[int, int, str], kind: str, letters: str) -> str | None:
+    """The run of candidates that joins the last box to other boxes on its line, boxes replaced
+    by their contents ("\\boxed{A} or \\boxed{B}" -> "A or B"); None when there is none. Only
+    boxes join: a box is a commitment, so "I ruled out A, \\boxed{B}" is B."""
+    start, end, _ = box
+    lo = max(text.rfind("\n", 0, start) + 1, start - MAX_ANSWER_CHARS)
+    hi = text.find("\n", end, end + MAX_ANSWER_CHARS)
+    boxes = [box]
+    for _ in range(MAX_TRIES):
+        prev = _last_box(text, boxes[0][0])
+        if prev is None or prev[0] < lo or prev[1] > boxes[0][0]:
+            break
+        boxes.insert(0, prev)
+    line, cursor, spans = "", lo, []
+    for s, e, c in boxes:
+        line += f" {strip_latex(text[cursor:s])} "
+        spans.append((len(line), len(line) + len(strip_latex(c))))
+        line += strip_latex(c)
+        cursor = e
+    line += f" {strip_latex(text[end:hi if hi >= 0 else end + MAX_ANSWER_CHARS])}"
+    for run in candidate_runs(line, kind, letters):
+        inside = [a < run.end and run.start < b for a, b in spans]
+        if inside[-1] and sum(inside) > 1 and run.hedged:  # the last box joined to another
+            return line[run.start:run.end]
     return None
 
 
@@ -128,9 +164,17 @@ def find_boxed(text: str) -> str | None:
 _CONNECTOR = re.compile(r"\*{0,3}[ \t]{0,8}(?:is\b|:|=)[ \t]{0,8}:?[ \t]{0,8}\*{0,3}[ \t]{0,8}")
 
 
+# A sentence end followed by a coordinating word or list mark ("A. Or maybe B", "A. / B") does not
+# end the answer: the hedge stays visible to the verifier.
+_JOINED = "|".join(sorted(JOIN_WORDS))
+_CONTINUES = re.compile(rf"\.[ \t]{{1,8}}(?:(?:{_JOINED})\b|[,/|&;+])", re.IGNORECASE)
+
+
 def _clean_value(value: str) -> str:
     value = value.strip()
     cut = value.find(". ")
+    while cut > 0 and _CONTINUES.match(value, cut):
+        cut = value.find(". ", cut + 2)
     if cut > 0:
         value = value[:cut]
     return value.strip().strip("*`").strip()
@@ -163,25 +207,40 @@ _LETTER = re.compile(r"(?<![A-Za-z0-9])\(?([A-Z])\)?(?![A-Za-z0-9])")
 
 
 def find_choice_letter(text: str, letters: str) -> str | None:
-    """The last standalone capital letter of ``text`` that is one of ``letters``."""
-    found = None
-    for m in _LETTER.finditer(text):
-        if m.group(1) in letters:
-            found = m.group(1)
-    return found
+    """The last option letter of ``text`` among ``letters`` that is read as one (rule 3).
+
+    "A" running into a word ("A triangle has ...") is the article, not option A
+    (``candidates``). When that letter is coordinated with other candidates on its line ("It
+    could be A or B"), the whole run is returned, so that the verifier sees the hedge.
+    """
+    found = [m.start(1) for m in _LETTER.finditer(text) if m.group(1) in letters]
+    for pos in found[:-MAX_TRIES - 1:-1]:
+        lo = max(text.rfind("\n", 0, pos) + 1, pos - MAX_ANSWER_CHARS)
+        hi = text.find("\n", pos, pos + MAX_ANSWER_CHARS)
+        line = text[lo:hi if hi >= 0 else pos + MAX_ANSWER_CHARS]
+        for run in candidate_runs(line, "choice", letters):
+            if run.start <= pos - lo < run.end:
+                return line[run.start:run.end] if run.hedged else text[pos]
+    return None
 
 
-def extract_answer(response: str, *, choice_letters: str | None = None) -> Extraction:
+def extract_answer(response: str, *, choice_letters: str | None = None,
+                   yesno: bool = False) -> Extraction:
     """Apply the rules of the module doc to ``response``; never raises on any string.
 
-    ``choice_letters`` (e.g. ``"ABCD"``) enables rule 3 for multiple-choice questions.
+    ``choice_letters`` (e.g. ``"ABCD"``) enables rule 3 for multiple-choice questions. With
+    ``choice_letters`` or ``yesno`` (a yes/no question), a last box joined to other boxes or
+    candidates on its line ("\\boxed{A} or \\boxed{B}") yields the whole run, so that the
+    verifier sees the hedge.
     """
     if not isinstance(response, str):
         raise TypeError(f"response must be str, got {type(response).__name__}")
     window = remove_code_blocks(canonical_unicode(response[-MAX_SCAN_CHARS:]))
-    boxed = find_boxed(window)
-    if boxed is not None:
-        return Extraction(boxed, "boxed")
+    box = _last_box(window, len(window))
+    if box is not None:
+        kind = "choice" if choice_letters else "yesno" if yesno else None
+        joined = _joined_boxes(window, box, kind, choice_letters or "") if kind else None
+        return Extraction(box[2] if joined is None else joined, "boxed")
     phrase = find_answer_phrase(window)
     if phrase is not None:
         return Extraction(phrase, "phrase")

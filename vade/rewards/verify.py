@@ -23,6 +23,10 @@ returns a bool. Types (``vade.data.records.ANSWER_TYPES``):
   (``math_check.math_equal``).
 * ``text``    normalised exact match (SQuAD normalisation: case, punctuation, articles, spaces).
 
+Hedges: a ``choice`` or ``yesno`` answer that names several candidates ("A or B", "\\boxed{A, B}",
+"Yes/No") is wrong whichever of them is right (``candidates.is_hedged``); an answer equal to an
+option's text is judged as that text first. Other types are unaffected.
+
 Percentages: ``50%`` equals a gold of ``50`` or of ``0.5`` (ChartQA golds omit the sign; other
 sources write the fraction); a gold written with ``%`` is compared by its number.
 """
@@ -33,6 +37,7 @@ import re
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 
+from vade.rewards.candidates import is_hedged
 from vade.rewards.math_check import math_equal
 from vade.rewards.normalize import (
     ParsedNumber,
@@ -112,13 +117,14 @@ def _yes_no(text: str) -> str | None:
 
 def verify_yesno(pred: str, gold: str) -> bool:
     g = _yes_no(gold)
-    return g is not None and _yes_no(pred) == g
+    return g is not None and _yes_no(pred) == g and not is_hedged(pred, "yesno")
 
 
 # "B", "(B)", "B.", "B) text", "B: text", "[B]", "Option B", "option (b)".
 _OPTION = re.compile(
     r"(?P<word>option|choice)?[ \t]{0,3}[(\[]?(?P<letter>[A-Za-z])[)\].:,]{0,2}(?=[ \t]|$)",
     re.IGNORECASE)
+_MARKDOWN = str.maketrans("", "", "*`")  # "**B**." is B.
 MAX_OPTIONS = 8  # letters A-H when the number of options is unknown ("I" is the pronoun)
 
 
@@ -126,7 +132,7 @@ def option_letter(text: str, n_choices: int | None = None) -> str | None:
     """The option letter a short answer names, upper case; None if it names none (or one past
     ``n_choices``, default ``MAX_OPTIONS``). A lower-case letter counts only when it is the whole
     answer."""
-    s = strip_latex(canonical_unicode(text)).strip().strip("*`").strip()
+    s = strip_latex(canonical_unicode(text)).translate(_MARKDOWN).strip()
     m = _OPTION.match(s)
     if m is None:
         return None
@@ -155,7 +161,8 @@ def verify_choice(pred: str, gold: str, choices: Sequence[str] | None = None) ->
     norm_pred = normalize_text(pred)
     if norm_pred and norm_pred in texts:  # the text of an option ("A triangle" is not option A)
         return norm_pred == texts[ord(gold_letter) - ord("A")]
-    return option_letter(pred, n) == gold_letter
+    letters = "".join(chr(ord("A") + k) for k in range(n or MAX_OPTIONS))
+    return option_letter(pred, n) == gold_letter and not is_hedged(pred, "choice", letters)
 
 
 _WORDS = re.compile(r"[A-Za-z][A-Za-z ]{0,100}")

@@ -10,8 +10,9 @@ so at 1e6-1e7 samples the draws dominate the sampler's cost (numpy's ``Generator
   numpy releases the GIL while filling arrays, so a small thread pool runs chunks concurrently;
   since a chunk always uses its own generator, the draws are identical for any thread count.
 
-The module also owns the two exploration rules (Thompson draw, greedy posterior mean) and the
-two objectives (asymmetric p(1-p)^2, symmetric p(1-p)), applied in place on float32 buffers.
+The module also owns the two exploration rules (Thompson draw, the greedy ablation's estimate
+``greedy_estimate``) and the two objectives (asymmetric p(1-p)^2, symmetric p(1-p)), applied in
+place on float32 buffers.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CHUNK_SIZE", "OBJECTIVES", "EXPLORATIONS", "ChunkedScorer"]
+__all__ = ["CHUNK_SIZE", "EXPLORATIONS", "OBJECTIVES", "ChunkedScorer", "greedy_estimate"]
 
 CHUNK_SIZE = 1 << 16
 
@@ -46,6 +47,29 @@ OBJECTIVES: dict[str, Callable[[np.ndarray, np.ndarray], None]] = {
     "symmetric": _symmetric,
 }
 EXPLORATIONS = ("thompson", "greedy")
+UNOBSERVED_ESTIMATE = 0.5
+
+
+def greedy_estimate(alpha: np.ndarray, beta: np.ndarray,
+                    out: np.ndarray | None = None) -> np.ndarray:
+    """The greedy ablation's pass-rate estimate alpha / (alpha + beta) (paper, section 4.4).
+
+    Why this and not the posterior mean (alpha + 1) / (alpha + beta + 2): the paper's greedy
+    ranks by the point estimate of the rollouts seen, so a never-solved sample (alpha = 0,
+    beta = G) has estimate 0, gain 0, and is never preferred over a sample with 0 < r < G; the
+    posterior mean would give it 1/(G + 2) and rank it above every r >= 6 of 8. Where
+    alpha + beta == 0 (no observation yet under a flat prior, or decayed to exactly 0) the ratio
+    is undefined and the estimate is 0.5. Computed in float64 (decayed states can be far below
+    float32's range) and written into ``out`` (any float dtype) when given.
+    """
+    a = np.asarray(alpha, dtype=np.float64)
+    total = a + np.asarray(beta, dtype=np.float64)
+    est = np.full(total.shape, UNOBSERVED_ESTIMATE)
+    np.divide(a, total, out=est, where=total > 0)
+    if out is None:
+        return est
+    out[...] = est
+    return out
 
 
 def _default_threads() -> int:
@@ -53,7 +77,7 @@ def _default_threads() -> int:
 
 
 class ChunkedScorer:
-    """Fills ``p`` (posterior draw or mean) and ``score`` (objective of p) for all samples."""
+    """Fills ``p`` (posterior draw or greedy estimate) and ``score`` (objective of p) for all samples."""
 
     def __init__(
         self,
@@ -77,18 +101,17 @@ class ChunkedScorer:
     def _chunk(self, k: int, alpha: np.ndarray, beta: np.ndarray, p: np.ndarray,
                score: np.ndarray) -> None:
         lo, hi = self.bounds[k]
-        a_shape = np.add(alpha[lo:hi], 1.0, dtype=np.float32)
-        b_shape = np.add(beta[lo:hi], 1.0, dtype=np.float32)
         out = p[lo:hi]
         if self.exploration == "thompson":
+            a_shape = np.add(alpha[lo:hi], 1.0, dtype=np.float32)
+            b_shape = np.add(beta[lo:hi], 1.0, dtype=np.float32)
             g = self.generators[k]
             x = g.standard_gamma(a_shape, dtype=np.float32)
             y = g.standard_gamma(b_shape, dtype=np.float32)
             np.add(x, y, out=y)
             np.divide(x, y, out=out)
-        else:  # greedy: mean of Beta(alpha + 1, beta + 1)
-            np.add(a_shape, b_shape, out=b_shape)
-            np.divide(a_shape, b_shape, out=out)
+        else:  # greedy: the paper's point estimate alpha / (alpha + beta)
+            greedy_estimate(alpha[lo:hi], beta[lo:hi], out=out)
         self.objective(out, score[lo:hi])
 
     def fill(self, alpha: np.ndarray, beta: np.ndarray, p: np.ndarray, score: np.ndarray) -> None:

@@ -13,8 +13,10 @@ Decay rules: ``two-scale`` (eqs. 5-6 with the given lambdas), ``last-update`` (t
 ablation: only the latest observation of a sample counts and unobserved samples keep their state,
 i.e. l1 = 0, l2 = 1), ``none`` (stationary Bayesian accumulation, l1 = l2 = 1).
 
-The greedy ablation's "mean estimate" is the posterior mean (alpha + 1) / (alpha + beta + 2): the
-paper writes alpha / (alpha + beta), which is undefined before a sample's first observation.
+The greedy ablation scores the paper's estimate alpha / (alpha + beta) (section 4.4;
+``draws.greedy_estimate``), 0.5 where alpha + beta == 0 (before a first observation under a flat
+prior; with the paper's initialisation alpha + beta = G > 0). It is not the posterior mean
+(``posterior_mean``): that one ranks never-solved samples (r = 0 of G) above well-solved ones.
 """
 
 from __future__ import annotations
@@ -139,6 +141,7 @@ class VadeSampler:
         }
 
     def posterior_mean(self) -> np.ndarray:
+        """Mean of Beta(alpha + 1, beta + 1) (diagnostics; greedy uses ``greedy_estimate``)."""
         return (self.alpha + 1.0) / (self.alpha + self.beta + 2.0)
 
     def select(self) -> np.ndarray:

@@ -1,0 +1,213 @@
+"""verl 0.7.1's own ``RayPPOTrainer.fit`` with the VADE sampler plugin, on CPU (GRPO, GSPO, resume).
+
+What is verl's code and what is a stand-in is listed in ``tests/fixtures/verl/cpu_fit.py``: the
+trainer class, its ``fit`` loop, dataset, dataloader, sampler loading, reward manager (calling the
+project's ``compute_score``), ``_balance_batch``, GRPO advantages, policy losses, validation,
+checkpoint save/load and the metrics are verl's; only the GPU worker groups (rollout, actor,
+reference, weight sync) are CPU stand-ins behind ``init_workers``, backed by a tabular policy.
+
+The numbers: 10 training prompts (ids 0-9, answer id % 4), 4 validation prompts (ids 100-103,
+3 of source ``synthetic/shape``, 1 of ``synthetic/count``), batch 4, n = 3, 2 steps an epoch,
+3 epochs = 6 steps, checkpoints at steps 2, 4, 6, validation at 0, 2, 4, 6.
+
+What this cannot show: DAPO's fit (verl-recipe is not installable here; the cap is tested on a
+stand-in of its loop in ``test_verl_dapo_cap.py``), and a kill between a step's checkpoint and
+that step's sampler update (verl 0.7.1 saves before ``update``; see the xfail below).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("WANDB_MODE", "disabled")
+torch = pytest.importorskip("torch")
+pytest.importorskip("verl")
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "verl"))
+
+from cpu_fit import WORDS, Killed, build_config, make_trainer, save_model_dir  # noqa: E402
+
+from vade.sampling import make_sampler  # noqa: E402
+from vade.train.difficulty import initial_alpha_beta  # noqa: E402
+
+N_TRAIN, N_VAL, G, STEPS = 10, 4, 3, 6
+SOURCES = ["synthetic/shape", "synthetic/shape", "synthetic/count", "synthetic/shape"]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """Model dir (tokenizer), train/val parquet, initial difficulty: shared by every run."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from tiny_vlm import tiny_processor, write_train_parquet
+
+    root = tmp_path_factory.mktemp("verl_fit")
+    proc = tiny_processor(extra_words=WORDS)
+    save_model_dir(proc, root / "model")
+    (root / "data").mkdir()
+    write_train_parquet(root / "data" / "train.parquet", N_TRAIN)
+    write_train_parquet(root / "data" / "val.parquet", N_VAL, first_index=100)
+    val = pq.read_table(root / "data" / "val.parquet")
+    val = val.set_column(val.schema.get_field_index("data_source"), "data_source",
+                         pa.array(SOURCES))
+    pq.write_table(val, root / "data" / "val.parquet")
+    ids = np.arange(N_TRAIN, dtype=np.int64)
+    pq.write_table(pa.table({"sample_id": ids, "correct": (ids * 5) % 9,
+                             "rollouts": np.full(N_TRAIN, 8)}), root / "initial.parquet")
+    return root, proc
+
+
+def run(world, *, method="vade", algorithm="grpo", out="run", kill_at=None, attempt=0):
+    """One attempt (a process): verl's config, trainer and ``fit``; a kill ends it."""
+    root, proc = world
+    spec, cfg = build_config(root, method=method, algorithm=algorithm, out=out)
+    os.environ["VERL_FILE_LOGGER_PATH"] = str(root / f"{out}-attempt{attempt}.jsonl")
+    trainer = make_trainer(cfg, proc, kill_at=kill_at)
+    try:
+        trainer.fit()
+    except Killed:
+        pass
+    finally:
+        trainer.train_dataloader.sampler.close()  # the process's history connection ends
+        os.environ.pop("VERL_FILE_LOGGER_PATH", None)
+    return spec, trainer
+
+
+def history(spec):
+    con = duckdb.connect(str(spec.out_dir / "history.duckdb"), read_only=True)
+    try:
+        events = con.execute("SELECT step, sample_id, correct, rollouts, alpha_after, beta_after "
+                             "FROM events ORDER BY step, sample_id").fetchall()
+        steps = con.execute("SELECT step, rollouts FROM steps ORDER BY step").fetchall()
+    finally:
+        con.close()
+    return events, steps
+
+
+def evidence_from_texts(generated):
+    """step -> {id: r}, recomputed from the answers the rollout wrote (answer == id % 4)."""
+    out = {}
+    for g in generated:
+        r = out.setdefault(g["step"], {})
+        for i, a in zip(g["ids"], g["answers"]):
+            r[i] = r.get(i, 0) + int(a == i % 4)
+    return out
+
+
+@pytest.fixture(scope="module")
+def grpo(world):
+    return run(world)
+
+
+def test_every_update_sees_verls_rewards_and_the_history_matches(grpo):
+    spec, trainer = grpo
+    rollout, actor = trainer.async_rollout_manager, trainer.actor_rollout_wg
+    assert trainer.global_steps == STEPS + 1 and len(actor.updates) == STEPS
+    expected = evidence_from_texts(rollout.generated)
+    events, steps = history(spec)
+    assert [s for s, _ in steps] == list(range(1, STEPS + 1))
+    assert all(r == 4 * G for _, r in steps)
+    observed = {}
+    for step, sid, correct, rollouts, _, _ in events:
+        assert rollouts == G
+        observed.setdefault(step, {})[sid] = correct
+    assert observed == expected
+    # what the actor trained on: verl's reward manager's acc per row, per id the same r
+    for step, upd in enumerate(actor.updates, 1):
+        r = {}
+        for i, acc in zip(upd["ids"], upd["acc"]):
+            r[i] = r.get(i, 0) + acc
+        assert r == expected[step]
+        assert upd["loss_mode"] == "vanilla"
+
+
+def test_selections_follow_the_previous_steps_rewards(world, grpo):
+    """Replaying VADE offline on the recorded evidence reproduces every batch verl's dataloader
+    drew; flipping step 1's evidence changes a later batch (the choice is lazy)."""
+    root, _ = world
+    spec, trainer = grpo
+    drawn = [sorted(set(g["ids"])) for g in trainer.async_rollout_manager.generated]
+    events, _ = history(spec)
+
+    def replay(flip_step=None):
+        ids = np.arange(N_TRAIN)
+        alpha, beta = initial_alpha_beta(str(root / "initial.parquet"), ids)
+        inner = make_sampler("vade", N_TRAIN, 4, seed=0, lambda1=0.2, lambda2=0.999,
+                             alpha=alpha, beta=beta)
+        chosen = []
+        for step in range(1, STEPS + 1):
+            chosen.append(sorted(int(i) for i in inner.select()))
+            rows = [e for e in events if e[0] == step]
+            correct = np.array([G - e[2] if step == flip_step else e[2] for e in rows])
+            inner.observe(np.array([e[1] for e in rows]), correct, np.full(len(rows), G))
+        return chosen
+
+    assert replay() == drawn
+    assert replay(flip_step=1)[1:] != drawn[1:]
+
+
+def test_pooled_validation_of_a_real_fit(world, grpo):
+    from vade.report.collect import _curves
+    from vade.store.query import open_catalog
+    from vade.train.verl.validation import pool_run_validation, val_item_counts
+
+    root, _ = world
+    spec, trainer = grpo
+    counts = val_item_counts(root / "data" / "val.parquet")
+    assert counts == {"synthetic/shape": 3, "synthetic/count": 1}
+    pool_run_validation([root / "run-attempt0.jsonl"], counts, store=spec.out_dir /
+                        "history.duckdb", run_id=spec.run_id)
+    # independently: the greedy answer of each validation prompt, right when == (id - 100) % 4
+    truth = {}
+    for v in trainer.async_rollout_manager.validated:
+        right = {i: int(a == (i - 100) % 4) for i, a in zip(v["ids"], v["answers"])}
+        truth[v["step"]] = sum(right.values()) / N_VAL
+    assert sorted(truth) == [0, 2, 4, 6]
+    con = open_catalog([spec.out_dir / "history.duckdb"])
+    curve = _curves(con, ["val/acc"])[spec.run_id]["val/acc"]
+    con.close()
+    assert curve.step.tolist() == [0, 2, 4, 6]
+    assert curve.value.tolist() == pytest.approx([truth[s] for s in (0, 2, 4, 6)])
+
+
+def test_resume_after_a_kill_replays_identically(world, grpo):
+    """Killed in step 5 after its actor update (weights sync), before any step-5 checkpoint or
+    sampler update; resumed by verl's own ``_load_checkpoint`` (resume_mode=auto) from step 4."""
+    spec_a, a = grpo
+    spec_b, first = run(world, out="resumed", kill_at=5)
+    assert first.global_steps == 5 and len(first.actor_rollout_wg.updates) == 5
+    assert (spec_b.out_dir / "checkpoints" / "latest_checkpointed_iteration.txt"
+            ).read_text() == "4"
+    _, second = run(world, out="resumed", attempt=1)
+    assert [g["step"] for g in second.async_rollout_manager.generated] == [5, 6]
+    drawn = {g["step"]: g["ids"] for g in first.async_rollout_manager.generated}
+    drawn.update({g["step"]: g["ids"] for g in second.async_rollout_manager.generated})
+    assert drawn == {g["step"]: g["ids"] for g in a.async_rollout_manager.generated}
+    assert history(spec_b) == history(spec_a)
+    assert torch.equal(second.policy.logits, a.policy.logits)
+
+
+@pytest.mark.xfail(strict=True, reason="verl 0.7.1 saves the checkpoint of step k before the "
+                   "sampler's update(k): a kill in between loses step k's evidence")
+def test_kill_between_checkpoint_and_sampler_update_is_not_lossless(world, grpo):
+    spec_a, a = grpo
+    spec_c, _ = run(world, out="between", kill_at=4)
+    run(world, out="between", attempt=1)
+    assert history(spec_c) == history(spec_a)
+
+
+def test_gspo_fit_uses_gspo_loss(world):
+    spec, trainer = run(world, algorithm="gspo", out="gspo")
+    updates = trainer.actor_rollout_wg.updates
+    assert len(updates) == STEPS and {u["loss_mode"] for u in updates} == {"gspo"}
+    events, _ = history(spec)
+    observed = {}
+    for step, sid, correct, *_ in events:
+        observed.setdefault(step, {})[sid] = correct
+    assert observed == evidence_from_texts(trainer.async_rollout_manager.generated)

@@ -10,9 +10,9 @@ The numbers: 10 training prompts (ids 0-9, answer id % 4), 4 validation prompts 
 3 of source ``synthetic/shape``, 1 of ``synthetic/count``), batch 4, n = 3, 2 steps an epoch,
 3 epochs = 6 steps, checkpoints at steps 2, 4, 6, validation at 0, 2, 4, 6.
 
-What this cannot show: DAPO's fit (verl-recipe is not installable here; the cap is tested on a
-stand-in of its loop in ``test_verl_dapo_cap.py``), and a kill between a step's checkpoint and
-that step's sampler update (verl 0.7.1 saves before ``update``; see the xfail below).
+The trainer is the project's production class (``vade.train.verl.ppo_entry``), except in the
+test that shows why it exists. What this cannot show: DAPO's fit (verl-recipe is not installable
+here; its cap is tested on a stand-in of the recipe's loop in ``test_verl_dapo_cap.py``).
 """
 
 from __future__ import annotations
@@ -63,12 +63,13 @@ def world(tmp_path_factory):
     return root, proc
 
 
-def run(world, *, method="vade", algorithm="grpo", out="run", kill_at=None, attempt=0):
+def run(world, *, method="vade", algorithm="grpo", out="run", kill_at=None, attempt=0,
+        plain_verl=False):
     """One attempt (a process): verl's config, trainer and ``fit``; a kill ends it."""
     root, proc = world
     spec, cfg = build_config(root, method=method, algorithm=algorithm, out=out)
     os.environ["VERL_FILE_LOGGER_PATH"] = str(root / f"{out}-attempt{attempt}.jsonl")
-    trainer = make_trainer(cfg, proc, kill_at=kill_at)
+    trainer = make_trainer(cfg, proc, kill_at=kill_at, plain_verl=plain_verl)
     try:
         trainer.fit()
     except Killed:
@@ -193,13 +194,28 @@ def test_resume_after_a_kill_replays_identically(world, grpo):
     assert torch.equal(second.policy.logits, a.policy.logits)
 
 
-@pytest.mark.xfail(strict=True, reason="verl 0.7.1 saves the checkpoint of step k before the "
-                   "sampler's update(k): a kill in between loses step k's evidence")
-def test_kill_between_checkpoint_and_sampler_update_is_not_lossless(world, grpo):
+def test_kill_between_checkpoint_and_sampler_update_is_lossless(world, grpo):
+    """Killed right after step 4's checkpoint, before verl's ``sampler.update`` of step 4: the
+    project's trainer (``ppo_entry``) observed the batch before the checkpoint, so the resumed
+    run equals the uninterrupted one."""
     spec_a, a = grpo
-    spec_c, _ = run(world, out="between", kill_at=4)
-    run(world, out="between", attempt=1)
+    spec_c, first = run(world, out="between", kill_at=4)
+    assert len(first.actor_rollout_wg.updates) == 4
+    _, second = run(world, out="between", attempt=1)
+    assert [g["step"] for g in second.async_rollout_manager.generated] == [5, 6]
     assert history(spec_c) == history(spec_a)
+    assert torch.equal(second.policy.logits, a.policy.logits)
+
+
+def test_plain_verl_loses_the_step_killed_between_checkpoint_and_update(world, caplog):
+    """The same kill with verl's trainer as it is: step 4's evidence never reaches the sampler
+    (why ``ppo_entry`` exists)."""
+    spec, _ = run(world, out="plain", kill_at=4, plain_verl=True)
+    with caplog.at_level("WARNING", logger="vade.train.verl.sampler"):
+        run(world, out="plain", attempt=1, plain_verl=True)
+    assert "no sampler state after step 4's update" in caplog.text
+    _, steps = history(spec)
+    assert [s for s, _ in steps] == [1, 2, 3, 5, 6]
 
 
 def test_gspo_fit_uses_gspo_loss(world):

@@ -185,7 +185,7 @@ def test_launch_plan_reads_the_project_config(tmp_path):
     s, cmd, env = plan(config, algorithm="grpo", method="vade", seed=1, model="qwen2.5-vl-3b",
                        data_dir=tmp_path / "data", difficulty=tmp_path / "initial.parquet",
                        out_dir=tmp_path / "run")
-    assert cmd[1:3] == ["-m", "verl.trainer.main_ppo"] and s.run_id == "qwen2.5-vl-3b-grpo-vade-s1"
+    assert cmd[1:3] == ["-m", "vade.train.verl.ppo_entry"] and s.run_id == "qwen2.5-vl-3b-grpo-vade-s1"
     assert "trainer.total_epochs=2" in cmd and "+data.sampler.vade.lambda1=0.3" in cmd
     db = Path("results/paper/mlflow.db").resolve()
     assert env["MLFLOW_TRACKING_URI"] == f"sqlite:///{db}"

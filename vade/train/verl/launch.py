@@ -1,7 +1,8 @@
 """Launch one verl run (a Table-1/Table-2 cell) from the project config.
 
 ``launch(config, algorithm=, method=, seed=, model=, data_dir=, difficulty=, out_dir=)`` builds
-``python -m verl.trainer.main_ppo <overrides>`` (``vade.train.verl.dapo_entry`` for DAPO), runs
+``python -m vade.train.verl.ppo_entry <overrides>`` (verl's ``main_ppo`` with the sampler observing
+each batch before the checkpoint; ``vade.train.verl.dapo_entry`` for DAPO), runs
 it with its output streamed to the terminal and to ``<out_dir>/train.log``, pools verl's
 per-source validation scores into ``val/acc`` / ``val/n`` in the run's history and MLflow
 (``vade.train.verl.validation``; also after a failed attempt), and on success copies

@@ -68,7 +68,8 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
     fig_dir = out / "figures"
     figures.figure1(inputs, fig_dir / "figure1.png")
     figures.figure3(inputs, fig_dir / "figure3.png", cfg.val_metric, cfg.grad_norm_metric)
-    figures.figure4(inputs, fig_dir / "figure4.png", cfg.val_metric)
+    figures.figure4(inputs, fig_dir / "figure4.png", cfg.val_metric,
+                    initial=cfg.initial_rollouts_on_cost_axis)
     _, heat_note = diff.heatmap(inputs, fig_dir / "difficulty_heatmap.png",
                                 cfg.heatmap_samples, cfg.seed, cfg.heatmap_run)
     _, sel_text = diff.selection_counts(inputs, fig_dir / "selection_counts.png",
@@ -115,7 +116,10 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         "![Figure 4](figures/figure4.png)",
         "",
         ("Figure 4: (a) validation score against cumulative rollouts; (b) cumulative rollouts "
-         "against step, DAPO vs VADE."),
+         "against step, DAPO vs VADE. VADE's initial difficulty rollouts (G per training "
+         "sample, Algorithm 1 lines 1-2) are "
+         + ("included in its cost" if cfg.initial_rollouts_on_cost_axis else "not counted")
+         + " (report.initial_rollouts_on_cost_axis); the headline gives its ratio both ways."),
         "",
         "## Per-sample difficulty",
         "",

@@ -67,7 +67,9 @@ def _score_band(ax, inputs: Inputs, key, curve, xs, color: str) -> None:
 
 
 def _panel(ax, inputs: Inputs, model: str, algo: str, methods: Sequence[str], metric: str,
-           x: str, ylabel: str, score: bool) -> None:
+           x: str, ylabel: str, score: bool, initial: bool = False) -> None:
+    """``initial``: add each run's initial difficulty rollouts to its cost (x = rollouts, or
+    the cumulative-rollouts curve itself)."""
     missing = []
     for key in inputs.run_keys():
         if (key.model, key.algorithm) != (model, algo) or key.method not in methods:
@@ -76,9 +78,11 @@ def _panel(ax, inputs: Inputs, model: str, algo: str, methods: Sequence[str], me
         if curve is None or curve.step.size == 0:
             missing.append(key.run_id)
             continue
-        xs = curve.step if x == "step" else curve.rollouts
+        offset = (inputs.initial_rollouts_of(key) or 0) if initial else 0
+        xs = curve.step if x == "step" else curve.rollouts + offset
+        ys = curve.value + offset if metric == "rollouts_cumulative" else curve.value
         color = COLORS.get(key.method, "black")
-        ax.plot(xs, curve.value, color=color, linestyle=_STYLES[key.seed % len(_STYLES)],
+        ax.plot(xs, ys, color=color, linestyle=_STYLES[key.seed % len(_STYLES)],
                 marker="." if xs.size < 40 else None, label=_label(inputs, key))
         if score:
             _score_band(ax, inputs, key, curve, xs.astype(float), color)
@@ -111,7 +115,8 @@ def _min_span(ax, span: float) -> None:
 
 
 def _grid(inputs: Inputs, methods: Sequence[str], panels: Sequence[tuple[str, str, str]],
-          title: str, path: Path, score_metric: str | None = None) -> Path:
+          title: str, path: Path, score_metric: str | None = None,
+          initial: bool = False) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -129,7 +134,7 @@ def _grid(inputs: Inputs, methods: Sequence[str], panels: Sequence[tuple[str, st
     for row, (model, algo) in enumerate(pairs):
         for col, (metric, x, ylabel) in enumerate(panels):
             _panel(axes[row][col], inputs, model, algo, methods, metric, x, ylabel,
-                   score=metric == score_metric)
+                   score=metric == score_metric, initial=initial)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return save(fig, path)
@@ -151,9 +156,13 @@ def figure3(inputs: Inputs, path: Path, val_metric: str, grad_metric: str) -> Pa
                  "Figure 3: training dynamics, vanilla vs VADE", path, score_metric=val_metric)
 
 
-def figure4(inputs: Inputs, path: Path, val_metric: str) -> Path:
-    """Validation score vs cumulative rollouts; cumulative rollouts vs step (paper Figure 4)."""
+def figure4(inputs: Inputs, path: Path, val_metric: str, initial: bool = False) -> Path:
+    """Validation score vs cumulative rollouts; cumulative rollouts vs step (paper Figure 4).
+    ``initial``: VADE's cost includes its initial difficulty rollouts (the title says which)."""
+    title = "Figure 4: DAPO vs VADE rollout efficiency" + (
+        " (VADE incl. initial difficulty rollouts)" if initial
+        else " (initial difficulty rollouts not counted)")
     return _grid(inputs, ("dapo", "vade"),
                  [(val_metric, "rollouts", "validation score"),
                   ("rollouts_cumulative", "step", "cumulative rollouts")],
-                 "Figure 4: DAPO vs VADE rollout efficiency", path, score_metric=val_metric)
+                 title, path, score_metric=val_metric, initial=initial)

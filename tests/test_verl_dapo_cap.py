@@ -25,10 +25,10 @@ from omegaconf import OmegaConf
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "verl"))
 
-from recipe_loop import Killed, PromptSet, RecipeLoopStandIn  # noqa: E402
+from recipe_loop import Killed, PromptSet, RecipeLoopStandIn
 
-from vade.train.verl.dapo_cap import BudgetedLoader, generation_budget  # noqa: E402
-from vade.train.verl.dapo_entry import capped_trainer_class  # noqa: E402
+from vade.train.verl.dapo_cap import BudgetedLoader, generation_budget
+from vade.train.verl.dapo_entry import capped_trainer_class
 
 KEEP_0_4 = {0, 4}.__contains__
 

@@ -31,10 +31,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("verl")
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "verl"))
 
-from cpu_fit import WORDS, Killed, build_config, make_trainer, save_model_dir  # noqa: E402
+from cpu_fit import WORDS, Killed, build_config, make_trainer, save_model_dir
 
-from vade.sampling import make_sampler  # noqa: E402
-from vade.train.difficulty import initial_alpha_beta  # noqa: E402
+from vade.sampling import make_sampler
+from vade.train.difficulty import initial_alpha_beta
 
 N_TRAIN, N_VAL, G, STEPS = 10, 4, 3, 6
 SOURCES = ["synthetic/shape", "synthetic/shape", "synthetic/count", "synthetic/shape"]
@@ -227,3 +227,17 @@ def test_gspo_fit_uses_gspo_loss(world):
     for step, sid, correct, *_ in events:
         observed.setdefault(step, {})[sid] = correct
     assert observed == evidence_from_texts(trainer.async_rollout_manager.generated)
+
+
+def test_entry_installs_its_trainer_once(monkeypatch):
+    """``ppo_entry`` swaps the class ``verl.trainer.main_ppo.TaskRunner.run`` builds, once."""
+    from verl.trainer import main_ppo
+    from verl.trainer.ppo.ray_trainer import RayPPOTrainer
+
+    from vade.train.verl.ppo_entry import install
+
+    monkeypatch.setattr(main_ppo, "RayPPOTrainer", RayPPOTrainer)
+    cls = install()
+    assert main_ppo.RayPPOTrainer is cls and install() is cls
+    assert issubclass(cls, RayPPOTrainer) and cls._update_actor is not RayPPOTrainer._update_actor
+    assert cls.fit is RayPPOTrainer.fit  # verl's loop itself is untouched

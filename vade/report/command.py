@@ -1,7 +1,7 @@
 """``vade report``: Tables 1, 2, 5, Figures 1, 3, 4, the rollout headline and the per-sample view.
 
 Reads run histories (``results/<name>/runs``), evaluation files (``results/<name>/eval``) and,
-for metrics a history lacks (verl runs log validation scores to MLflow only), MLflow. Writes
+for metrics a history lacks (e.g. verl metrics other than the pooled ``val/acc``), MLflow. Writes
 ``<out>/report.md``, the same as one self-contained ``<out>/report.html`` (figures embedded),
 ``<out>/tables/*.html`` (one page per table) and ``<out>/figures/*.png``: fixed names, the items
 of ``snakemake --report``. Same inputs give the same files, byte for byte: nothing

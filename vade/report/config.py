@@ -17,8 +17,9 @@ class ReportConfig:
     """What the report shows and how.
 
     val_metric / grad_norm_metric: names in the runs' ``metrics`` table (or MLflow) for the
-    validation score and the actor gradient norm (verl logs ``actor/grad_norm``; its validation
-    score is ``val-core/<source>/acc/mean@n``: name it here for verl runs).
+    validation score and the actor gradient norm (verl logs ``actor/grad_norm``; its per-source
+    ``val-core/<source>/acc/mean@n`` are pooled into ``val/acc`` by ``vade.train.verl.launch``,
+    so the default serves both backends).
     headline_fraction: the share of DAPO's peak validation score VADE must reach (paper: 0.995).
     paper_comparison: print the paper's numbers beside ours (set it in the paper's config).
     heatmap_samples: how many items the posterior heatmap shows (drawn with ``seed``).

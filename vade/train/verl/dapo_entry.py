@@ -214,8 +214,7 @@ def capped_trainer_class(base: type) -> type:
         def _save_checkpoint(self) -> Any:
             # stopped inside a step that never trained: the weights are those of the last
             # trained step, and so is the checkpoint's name
-            if self.global_steps > self._vade.last_step:
-                self.global_steps = self._vade.last_step
+            self.global_steps = min(self.global_steps, self._vade.last_step)
             return super()._save_checkpoint()
 
         def _update_actor(self, batch: Any) -> Any:

@@ -45,7 +45,7 @@ def observe_before_checkpoint(base: type) -> type:
 def install() -> type:
     """Swap ``verl.trainer.main_ppo.RayPPOTrainer`` (the name ``TaskRunner.run`` builds) for the
     subclass, once per process; returns the class now in place."""
-    import verl.trainer.main_ppo as main_ppo
+    from verl.trainer import main_ppo
 
     if not getattr(main_ppo.RayPPOTrainer, _FLAG, False):
         main_ppo.RayPPOTrainer = observe_before_checkpoint(main_ppo.RayPPOTrainer)

@@ -199,3 +199,19 @@ def test_profile_placeholders_warn_until_replaced(repo: Path, paper_dry_run: str
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout + proc.stderr
     assert "placeholders are still set" not in out and "slurm_partition=a100" in out
+
+
+def test_diva_methods_run_in_the_grid_with_initial_difficulty(repo: Path, tmp_path: Path) -> None:
+    cfg = yaml.safe_load((repo / "config" / "tiny.yaml").read_text())
+    cfg["experiments"]["grid"][0]["methods"] += ["diva", "vade-diva"]
+    path = tmp_path / "diva.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = dry_run(repo, "-p", "--configfile", str(path))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    out = proc.stdout + proc.stderr
+    assert job_counts(out)["train"] == 10 and job_counts(out)["evaluate"] == 11
+    diva = [b for b in jobs_of(out, "train") if "-diva-s0" in b]
+    assert len(diva) == 4  # grpo/gspo x diva/vade-diva
+    for block in diva:
+        assert "results/tiny/difficulty/tiny/initial.parquet" in block  # levels start there
+        assert '"diva":' in block.split("--config-json", 1)[1]

@@ -23,6 +23,7 @@ COLORS = {"vanilla": "tab:blue", "dapo": "tab:orange", "vade": "tab:red",
           "symmetric": "tab:green", "greedy": "tab:purple", "last-update": "tab:brown",
           "diva": "tab:cyan", "vade-diva": "tab:pink"}
 _STYLES = ("-", "--", ":", "-.")
+DIVA = ("diva", "vade-diva")  # drawn where run: each step pays for originals and variants
 VAL_ITEMS = "val/n"      # metric: validation items behind each score (the band's n)
 MIN_SCORE_SPAN = 0.1     # smallest y range of a score panel (one tiny score's SE is ~0.04)
 _PNG_META = {"Software": None}  # no library version in the file: same inputs, same bytes
@@ -149,7 +150,7 @@ def figure1(inputs: Inputs, path: Path) -> Path:
 
 def figure3(inputs: Inputs, path: Path, val_metric: str, grad_metric: str) -> Path:
     """Validation score, effective ratio and actor grad norm vs step (paper Figure 3)."""
-    return _grid(inputs, ("vanilla", "vade"),
+    return _grid(inputs, ("vanilla", "vade", *DIVA),
                  [(val_metric, "step", "validation score"),
                   ("effective_ratio", "step", "effective gradient ratio"),
                   (grad_metric, "step", "actor grad norm")],
@@ -158,11 +159,12 @@ def figure3(inputs: Inputs, path: Path, val_metric: str, grad_metric: str) -> Pa
 
 def figure4(inputs: Inputs, path: Path, val_metric: str, initial: bool = False) -> Path:
     """Validation score vs cumulative rollouts; cumulative rollouts vs step (paper Figure 4).
-    ``initial``: VADE's cost includes its initial difficulty rollouts (the title says which)."""
+    ``initial``: the cost of methods that start from the initial difficulty estimate includes
+    its rollouts (the title says which)."""
     title = "Figure 4: DAPO vs VADE rollout efficiency" + (
-        " (VADE incl. initial difficulty rollouts)" if initial
+        " (incl. initial difficulty rollouts)" if initial
         else " (initial difficulty rollouts not counted)")
-    return _grid(inputs, ("dapo", "vade"),
+    return _grid(inputs, ("dapo", "vade", *DIVA),
                  [(val_metric, "rollouts", "validation score"),
                   ("rollouts_cumulative", "step", "cumulative rollouts")],
                  title, path, score_metric=val_metric, initial=initial)

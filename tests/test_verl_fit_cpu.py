@@ -11,12 +11,17 @@ The numbers: 10 training prompts (ids 0-9, answer id % 4), 4 validation prompts 
 3 epochs = 6 steps, checkpoints at steps 2, 4, 6, validation at 0, 2, 4, 6.
 
 The trainer is the project's production class (``vade.train.verl.ppo_entry``), except in the
-test that shows why it exists. What this cannot show: DAPO's fit (verl-recipe is not installable
-here; its cap is tested on a stand-in of the recipe's loop in ``test_verl_dapo_cap.py``).
+test that shows why it exists. DAPO runs verl-recipe's own ``RayDAPOTrainer.fit`` (the pinned
+commit's file, vendored unmodified in ``fixtures/verl/recipe_8f9e7ac``: verl-recipe cannot be
+pip-installed) under the project's capped subclass, with the same CPU workers: 10 prompts,
+batch 4, n = 3, 2 base epochs (4 steps, 48 rollouts), cap factor 1.5 = 72 rollouts = 6
+generation batches; it trains 3 steps of 2 generation batches each and stops at the cap. The
+cap's edge cases (unfinished steps, old checkpoints) are in ``test_verl_dapo_cap.py``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -31,7 +36,14 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("verl")
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "verl"))
 
-from cpu_fit import WORDS, Killed, build_config, make_trainer, save_model_dir
+from cpu_fit import (
+    WORDS,
+    Killed,
+    build_config,
+    dapo_trainer_class,
+    make_trainer,
+    save_model_dir,
+)
 
 from vade.sampling import make_sampler
 from vade.train.difficulty import initial_alpha_beta
@@ -64,18 +76,27 @@ def world(tmp_path_factory):
 
 
 def run(world, *, method="vade", algorithm="grpo", out="run", kill_at=None, attempt=0,
-        plain_verl=False):
-    """One attempt (a process): verl's config, trainer and ``fit``; a kill ends it."""
+        plain_verl=False, kill_at_generation=None):
+    """One attempt (a process): verl's config, trainer and ``fit``; a kill ends it. DAPO runs
+    verl-recipe's own trainer (vendored, see ``fixtures/verl/recipe_8f9e7ac``) with the cap
+    factor 1.5 (6 generation batches of 4 prompts x 3 = 72 rollouts)."""
     root, proc = world
-    spec, cfg = build_config(root, method=method, algorithm=algorithm, out=out)
+    dapo = method == "dapo"
+    spec, cfg = build_config(root, method=method, algorithm=algorithm, out=out,
+                             epochs=2 if dapo else 3, max_rollout_factor=1.5)
     os.environ["VERL_FILE_LOGGER_PATH"] = str(root / f"{out}-attempt{attempt}.jsonl")
-    trainer = make_trainer(cfg, proc, kill_at=kill_at, plain_verl=plain_verl)
+    trainer = make_trainer(cfg, proc, kill_at=kill_at, plain_verl=plain_verl,
+                           trainer_class=dapo_trainer_class() if dapo else None,
+                           kill_at_generation=kill_at_generation)
     try:
         trainer.fit()
     except Killed:
         pass
     finally:
-        trainer.train_dataloader.sampler.close()  # the process's history connection ends
+        if dapo:
+            trainer._vade.store.close()
+        else:
+            trainer.train_dataloader.sampler.close()  # the process's history connection ends
         os.environ.pop("VERL_FILE_LOGGER_PATH", None)
     return spec, trainer
 
@@ -241,3 +262,52 @@ def test_entry_installs_its_trainer_once(monkeypatch):
     assert main_ppo.RayPPOTrainer is cls and install() is cls
     assert issubclass(cls, RayPPOTrainer) and cls._update_actor is not RayPPOTrainer._update_actor
     assert cls.fit is RayPPOTrainer.fit  # verl's loop itself is untouched
+
+
+def stop(spec):
+    return json.loads((spec.out_dir / "stop.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def dapo(world):
+    return run(world, method="dapo", out="dapo")
+
+
+def test_dapo_recipe_fit_stops_at_the_global_cap(world, dapo):
+    """verl-recipe's own DAPO ``fit`` (dynamic sampling on ``acc``), the project's capped
+    subclass: the budget of 72 rollouts = 6 generation batches is spent exactly, every batch
+    the rollout generated is counted (the unfinished step's too), names agree."""
+    root, _ = world
+    spec, trainer = dapo
+    generated = trainer.async_rollout_manager.generated
+    info = stop(spec)
+    assert info["gen_batch_limit"] == 6 and info["rollout_budget_batches"] == 72
+    assert info["reason"] == "rollout_cap" and info["gen_batches_used"] == len(generated) == 6
+    assert info["rollouts_generated"] == sum(len(g["ids"]) for g in generated) == 72
+    events, steps = history(spec)
+    assert [s for s, _ in steps] == list(range(1, info["steps_trained"] + 1))
+    assert sum(r for _, r in steps) == 72          # the cost axis ends at the budget
+    assert all(0 < e[2] < G and e[3] == G for e in events)  # only informative groups kept
+    ckpt = spec.out_dir / "checkpoints" / "latest_checkpointed_iteration.txt"
+    assert int(ckpt.read_text()) == info["steps_trained"]
+    last = [json.loads(x) for x in (root / "dapo-attempt0.jsonl").read_text().splitlines()][-1]
+    assert last["step"] == info["steps_trained"]
+    assert any(k.startswith("val-core/") for k in last["data"])   # a final validation
+
+
+def test_dapo_resume_mid_step_spends_the_same_budget(world, dapo):
+    """Killed in the middle of a step (at the 5th generation batch, after step 2's checkpoint),
+    resumed through the recipe's own ``_load_checkpoint``: the run ends where the uninterrupted
+    one does, with the same history and policy; generation batches of both attempts after the
+    checkpoint are not double-counted."""
+    spec_a, a = dapo
+    spec_b, first = run(world, method="dapo", out="dapo-resumed", kill_at_generation=5)
+    assert len(first.async_rollout_manager.generated) == 4
+    _, second = run(world, method="dapo", out="dapo-resumed", attempt=1)
+    info = stop(spec_b)
+    assert info == stop(spec_a)
+    assert history(spec_b) == history(spec_a)
+    assert torch.equal(second.policy.logits, a.policy.logits)
+    used_at_ckpt = info["gen_batches_used"] - len(second.async_rollout_manager.generated)
+    assert first.async_rollout_manager.generated[:used_at_ckpt] + \
+        second.async_rollout_manager.generated == a.async_rollout_manager.generated

@@ -198,15 +198,17 @@ def test_pooled_validation_of_a_real_fit(world, grpo):
     assert curve.value.tolist() == pytest.approx([truth[s] for s in (0, 2, 4, 6)])
 
 
-def test_resume_after_a_kill_replays_identically(world, grpo):
+@pytest.mark.parametrize("algorithm", ["grpo", "gspo"])
+def test_resume_after_a_kill_replays_identically(world, request, algorithm):
     """Killed in step 5 after its actor update (weights sync), before any step-5 checkpoint or
     sampler update; resumed by verl's own ``_load_checkpoint`` (resume_mode=auto) from step 4."""
-    spec_a, a = grpo
-    spec_b, first = run(world, out="resumed", kill_at=5)
+    spec_a, a = request.getfixturevalue(algorithm)
+    out = f"resumed-{algorithm}"
+    spec_b, first = run(world, algorithm=algorithm, out=out, kill_at=5)
     assert first.global_steps == 5 and len(first.actor_rollout_wg.updates) == 5
     assert (spec_b.out_dir / "checkpoints" / "latest_checkpointed_iteration.txt"
             ).read_text() == "4"
-    _, second = run(world, out="resumed", attempt=1)
+    _, second = run(world, algorithm=algorithm, out=out, attempt=1)
     assert [g["step"] for g in second.async_rollout_manager.generated] == [5, 6]
     drawn = {g["step"]: g["ids"] for g in first.async_rollout_manager.generated}
     drawn.update({g["step"]: g["ids"] for g in second.async_rollout_manager.generated})
@@ -239,8 +241,13 @@ def test_plain_verl_loses_the_step_killed_between_checkpoint_and_update(world, c
     assert [s for s, _ in steps] == [1, 2, 3, 5, 6]
 
 
-def test_gspo_fit_uses_gspo_loss(world):
-    spec, trainer = run(world, algorithm="gspo", out="gspo")
+@pytest.fixture(scope="module")
+def gspo(world):
+    return run(world, algorithm="gspo", out="gspo")
+
+
+def test_gspo_fit_uses_gspo_loss(gspo):
+    spec, trainer = gspo
     updates = trainer.actor_rollout_wg.updates
     assert len(updates) == STEPS and {u["loss_mode"] for u in updates} == {"gspo"}
     events, _ = history(spec)

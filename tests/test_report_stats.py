@@ -105,7 +105,7 @@ def test_seed_statistics_hand_computed():
     assert head[1].startswith("0.025 [")
     ratio = rows["VADE's rollouts to target / DAPO's to its peak"]
     assert ratio[1].startswith(f"{(160 / 700 + 320 / 350) / 2:.3f} [")
-    assert "(VADE reached in 2/2 seeds)" in ratio[1]
+    assert "(2/2 seeds: VADE reached the target" in ratio[1]
 
 
 def test_one_seed_report_says_it_cannot_rank():
@@ -148,3 +148,17 @@ def test_figures_draw_a_band_per_method_over_seeds(tmp_path):
         plt.close(fig)
     out = figures.figure4(_inputs(TWO_SEEDS), tmp_path / "f4.png", "val/acc")
     assert out.stat().st_size > 0
+
+
+def test_headline_row_when_dapo_never_beats_its_start():
+    """A DAPO run whose best validation is the step-0 one (0 rollouts) has no ratio: the row
+    says so instead of the whole report failing (a smoke-scale study hit this)."""
+    from vade.report.tables import headline
+
+    runs = [_run("t-grpo-dapo-s0", [0.8, 0.6, 0.7], [0, 300, 700], [1.0] * 4),
+            _run("t-grpo-vade-s0", [0.5, 0.8, 0.7], [0, 160, 320], [0.7] * 4)]
+    md = headline(_inputs(runs), "val/acc", 0.995)
+    assert "DAPO's best score is its starting one (0 rollouts): no ratio" in md
+    md = seed_statistics(_inputs(runs + [_run("t-grpo-vade-s1", [0.5, 0.6, 0.7], [0, 160, 320],
+                                               [0.7] * 4)]), "val/acc", 0.995)
+    assert "(0/1 seeds: VADE reached" in md  # seed 0's ratio is left out, never divided by 0

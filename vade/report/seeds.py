@@ -125,7 +125,8 @@ def _headline_rows(nums: dict[str, dict[int, RunNumbers]], d: int) -> list[list[
                            for s in both])
     return [["final validation, VADE - DAPO", _fmt(val, d + 1), str(val.n)],
             ["VADE's rollouts to target / DAPO's to its peak", ratio.text(d + 1)
-             + f" (VADE reached in {len(both)}/{len(seeds)} seeds)", str(ratio.n)]]
+             + f" ({len(both)}/{len(seeds)} seeds: VADE reached the target and DAPO peaked"
+            " after training began)", str(ratio.n)]]
 
 
 def seed_statistics(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2) -> str:

@@ -58,10 +58,10 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
     """Collect, render and write the report; return the Markdown path."""
     from vade.report import difficulty as diff
     from vade.report import figures, tables
-    from vade.report.seeds import seed_statistics
     from vade.report.collect import collect
     from vade.report.figures import VAL_ITEMS
     from vade.report.html import write_page
+    from vade.report.seeds import seed_statistics
 
     inputs = collect(runs=runs, evals=evals, expected=expected,
                      metric_names=[cfg.val_metric, cfg.grad_norm_metric, VAL_ITEMS],

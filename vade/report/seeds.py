@@ -137,12 +137,12 @@ def seed_statistics(inputs: Inputs, val_metric: str, fraction: float, decimals: 
         return "\n".join(text + ["No training runs.", ""])
     seeds = {k.seed for k in inputs.run_keys() if k.method in ORDER}
     if len(seeds) < 2:
-        return "\n".join(text + [
+        return "\n".join(text + [(
             f"One seed per method (seed {min(seeds)}): this report cannot rank methods. A "
             "single validation score carries its own sampling error (the figures' bands) and "
             "the seed-to-seed spread is unknown; differences between methods here are not "
             "evidence either way. Run several seeds (`experiments.seeds`, e.g. "
-            "config/tiny-study.yaml) for intervals.", ""])
+            "config/tiny-study.yaml) for intervals."), ""])
     target = f"{fraction * 100:g}% of DAPO's peak"
     header = ["method", "seeds", "final validation", "Δ vs vanilla (paired)",
               "mean effective ratio", "Δ vs vanilla (paired)", f"rollouts to {target}"]

@@ -234,7 +234,7 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
                     dc.rollouts, dc.value, float(np.nanmax(dc.value))) == 0:
                 body.append([model, algo.upper(), str(seed), *["-"] * 6,
                              f"{ids[0]}: DAPO's best score is its starting one (0 rollouts):"
-                             " no ratio"])
+                             + " no ratio"])
                 continue
             r = rollout_ratio(dc.rollouts, dc.value, vc.rollouts, vc.value, fraction)
             f = f"{{:.{decimals + 1}f}}"  # scores in [0, 1]: one more digit shows the target

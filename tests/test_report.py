@@ -300,7 +300,8 @@ def test_html_report_shows_tables_and_embeds_figures(fixture_dirs, tmp_path):
     assert "<th>math</th>" in table1 and "<td>55.00* ▲+10.00</td>" in table1
     assert "<img" not in table1
     assert sorted(p.name for p in (tmp_path / "r" / "tables").iterdir()) == [
-        "headline.html", "runs.html", "table1.html", "table2.html", "table5.html"]
+        "headline.html", "runs.html", "seeds.html", "table1.html", "table2.html",
+        "table5.html"]
     _report(fixture_dirs, tmp_path / "again")
     for name in ("report.html", "tables/table1.html"):
         assert (tmp_path / "r" / name).read_bytes() == (tmp_path / "again" / name).read_bytes()

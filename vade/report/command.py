@@ -20,7 +20,8 @@ __all__ = ["FIGURES", "TABLES", "add_arguments", "build_report", "run"]
 
 FIGURES = ("figure1.png", "figure3.png", "figure4.png", "difficulty_heatmap.png",
            "selection_counts.png")
-TABLES = ("runs.html", "table1.html", "table2.html", "table5.html", "headline.html")
+TABLES = ("runs.html", "table1.html", "table2.html", "table5.html", "headline.html",
+          "seeds.html")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +61,7 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
     from vade.report.collect import collect
     from vade.report.figures import VAL_ITEMS
     from vade.report.html import write_page
+    from vade.report.seeds import seed_statistics
 
     inputs = collect(runs=runs, evals=evals, expected=expected,
                      metric_names=[cfg.val_metric, cfg.grad_norm_metric, VAL_ITEMS],
@@ -81,6 +83,8 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         "table5.html": ("Table 5", tables.table5(inputs, d, paper_on)),
         "headline.html": ("Headline", tables.headline(inputs, cfg.val_metric,
                                                       cfg.headline_fraction, d)),
+        "seeds.html": ("Statistics over seeds", seed_statistics(
+            inputs, cfg.val_metric, cfg.headline_fraction, d)),
     }
     for file, (title, text) in table_md.items():
         write_page(out / "tables" / file, text, f"{name}: {title}")
@@ -100,6 +104,7 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         table_md["table2.html"][1],
         table_md["table5.html"][1],
         table_md["headline.html"][1],
+        table_md["seeds.html"][1],
         "## Figures",
         "",
         "![Figure 1](figures/figure1.png)",

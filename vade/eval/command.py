@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
             if not args.data_dir:
                 raise ValueError("--data-dir is required when evaluate.kind is synthetic")
             local = local_benchmarks(Path(args.data_dir) / "eval")
-            write_local_tasks(local, Path(tmp), max_new_tokens=cfg.max_new_tokens,
+            write_local_tasks(local, Path(tmp), max_new_tokens=cfg.output_tokens,
                               temperature=cfg.temperature, top_p=cfg.top_p)
             benchmarks, include, defaults = [b for b, _ in local], [tmp], False
             judge_cfg = judge_mod.JudgeConfig()  # no judged local task

@@ -52,14 +52,20 @@ class Benchmark:
 # variants; MathVerse: the vision-only subset group; ChartQA and ScienceQA: the shipped variants
 # with reasoning-length outputs and \boxed{} answer extraction. Metric names are lmms-eval's;
 # scales read from lmms-eval 0.7.3: MathVista and MathVision aggregate to percent, MathVerse's
-# gpt_eval_score and the exact-match / relaxed metrics are means of 0/1.
+# gpt_eval_score and the exact-match / relaxed metrics are means of 0/1. All three math benchmarks
+# are judged by the LLM judge, as in the paper (MathVision: the `reason` variant, a mean of 0/1;
+# the rule-based `mathvision_testmini` scores differently).
 PAPER_BENCHMARKS = (
     Benchmark("MathVista", "mathvista_testmini_cot", "llm_as_judge_eval", 1.0, True),
     Benchmark("MathVerse", "mathverse_testmini_vision", "gpt_eval_score", 100.0, True),
-    Benchmark("MathVision", "mathvision_testmini", "mathvision_standard_eval", 1.0, False),
+    Benchmark("MathVision", "mathvision_reason_testmini", "llm_as_judge_eval", 100.0, True),
     Benchmark("ScienceQA", "vade_scienceqa_img_reasoning", "exact_match", 100.0, False),
     Benchmark("ChartQA", "vade_chartqa_reasoning", "relaxed_overall", 100.0, False),
 )
+
+
+PAPER_RESPONSE_LENGTH = 2048    # max response length in training (paper, Table 4)
+SYNTHETIC_RESPONSE_LENGTH = 64  # vade.train.config's default max_new_tokens
 
 
 @dataclass(frozen=True)
@@ -119,11 +125,13 @@ class EvaluateConfig:
     seed: int = 0                        # repeat i uses seed + i
     temperature: float = 0.6             # sampling temperature of the repeats, [0, 2]
     top_p: float = 1.0                   # (0, 1]
-    max_new_tokens: int = 64             # synthetic tasks' output limit (paper tasks: own YAML)
+    max_new_tokens: int | None = None    # every benchmark's output limit (None: see output_tokens)
     batch_size: int = 1
     threads: int = 1                     # torch CPU threads (0: torch's default, all cores)
     limit: int | None = None             # items per task (None: all)
     device_map: str = "cpu"              # cpu | auto | cuda...
+    min_pixels: int | None = None        # image resize limits (None: see pixels_for)
+    max_pixels: int | None = None
     model_args: Mapping[str, Any] = field(default_factory=dict)  # extra qwen2_5_vl args
     benchmarks: tuple[Benchmark, ...] = PAPER_BENCHMARKS
     judge: JudgeConfig = field(default_factory=JudgeConfig)
@@ -136,7 +144,8 @@ class EvaluateConfig:
             raise ValueError(f"evaluate.kind must be synthetic or paper, got {v['kind']!r}")
         for key, lo, hi in (("repeats", 1, 64), ("seed", 0, 2**31 - 1),
                             ("max_new_tokens", 1, 65536), ("batch_size", 1, 1024),
-                            ("threads", 0, 1024), ("limit", 1, 10**9)):
+                            ("threads", 0, 1024), ("limit", 1, 10**9),
+                            ("min_pixels", 1, 1 << 28), ("max_pixels", 1, 1 << 28)):
             if key in v and v[key] is not None:
                 check_int(f"evaluate.{key}", v[key], lo, hi)
         for key, lo, hi, lo_open in (("temperature", 0.0, 2.0, False), ("top_p", 0.0, 1.0, True)):
@@ -172,7 +181,19 @@ class EvaluateConfig:
         if out.kind == "synthetic" and "benchmarks" in values:
             raise ValueError("evaluate.benchmarks applies to kind: paper only (synthetic "
                              "benchmarks are the held-out sets' domains)")
+        if out.min_pixels and out.max_pixels and out.min_pixels > out.max_pixels:
+            raise ValueError(f"evaluate.min_pixels ({out.min_pixels}) exceeds evaluate.max_pixels "
+                             f"({out.max_pixels})")
         if out.repeats > 1 and out.temperature == 0:
             raise ValueError("evaluate.temperature must be > 0 when evaluate.repeats > 1 "
                              "(greedy repeats are identical)")
         return out
+
+    @property
+    def output_tokens(self) -> int:
+        """The one output limit of every benchmark (task YAMLs' own limits are overridden through
+        ``gen_kwargs``): ``max_new_tokens``, else the training response length of the kind
+        (paper: 2048, Table 4 of the paper; synthetic: the local trainer's 64)."""
+        if self.max_new_tokens is not None:
+            return self.max_new_tokens
+        return PAPER_RESPONSE_LENGTH if self.kind == "paper" else SYNTHETIC_RESPONSE_LENGTH

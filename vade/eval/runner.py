@@ -87,6 +87,12 @@ def benchmark_score(results: Mapping[str, Any], bench: Benchmark) -> tuple[float
     return score, total
 
 
+# Qwen2.5-VL's image processor limits (preprocessor_config.json of the Instruct models on the hub),
+# which verl 0.7.1 keeps in training (it never resizes): what a trained checkpoint saw.
+QWEN_MIN_PIXELS = 56 * 56
+QWEN_MAX_PIXELS = 28 * 28 * 16384
+
+
 def checkpoint_pixels(checkpoint: str) -> dict[str, int]:
     """min/max_pixels of a local checkpoint's image processor, so lmms-eval (which otherwise
     imposes its own, 256*28*28 .. 1605632) resizes images as the model saw them in training."""
@@ -103,10 +109,25 @@ def checkpoint_pixels(checkpoint: str) -> dict[str, int]:
     return {k: int(v) for k, v in found.items() if isinstance(v, (int, float))}
 
 
-def _gen_kwargs(cfg: EvaluateConfig) -> str | None:
-    if cfg.temperature <= 0:
-        return None
-    return f"temperature={cfg.temperature},top_p={cfg.top_p},do_sample=True"
+def pixels_for(cfg: EvaluateConfig, checkpoint: str) -> dict[str, int]:
+    """The image limits of one evaluation: ``evaluate.min/max_pixels`` when set, else the
+    checkpoint's saved processor, else (a hub id: a base model) Qwen2.5-VL's own limits. A base
+    model is thereby evaluated at the same limits as the checkpoints trained from it, never at
+    lmms-eval's smaller default."""
+    saved = checkpoint_pixels(checkpoint)
+    return {"min_pixels": cfg.min_pixels or saved.get("min_pixels", QWEN_MIN_PIXELS),
+            "max_pixels": cfg.max_pixels or saved.get("max_pixels", QWEN_MAX_PIXELS)}
+
+
+def gen_kwargs(cfg: EvaluateConfig, seed: int | None = None) -> str:
+    """lmms-eval's ``gen_kwargs``: they override every task YAML's generation settings, so one
+    output limit and one temperature hold for all benchmarks. ``seed`` goes to each request (the
+    vLLM backend fixes its engine seed, so repeats differ only through it)."""
+    parts = [f"max_new_tokens={cfg.output_tokens}", f"temperature={cfg.temperature}"]
+    parts += [f"top_p={cfg.top_p}", "do_sample=True"] if cfg.temperature > 0 else ["do_sample=False"]
+    if seed is not None:
+        parts.append(f"seed={seed}")
+    return ",".join(parts)
 
 
 def evaluate_checkpoint(cfg: EvaluateConfig, target: Target, benchmarks: Sequence[Benchmark],
@@ -118,7 +139,7 @@ def evaluate_checkpoint(cfg: EvaluateConfig, target: Target, benchmarks: Sequenc
 
     device = "cpu" if cfg.device_map == "cpu" else "cuda"
     args = {"pretrained": target.checkpoint, "device_map": cfg.device_map,
-            **checkpoint_pixels(target.checkpoint), **cfg.model_args}
+            **pixels_for(cfg, target.checkpoint), **cfg.model_args}
     model_args = ",".join(f"{k}={v}" for k, v in args.items())
     manager = TaskManager("WARNING", include_path=list(include_path) or None,
                           include_defaults=include_defaults, model_name=MODEL)
@@ -128,7 +149,7 @@ def evaluate_checkpoint(cfg: EvaluateConfig, target: Target, benchmarks: Sequenc
         result = simple_evaluate(
             model=MODEL, model_args=model_args, tasks=[b.task for b in benchmarks],
             task_manager=manager,
-            batch_size=cfg.batch_size, limit=cfg.limit, gen_kwargs=_gen_kwargs(cfg),
+            batch_size=cfg.batch_size, limit=cfg.limit, gen_kwargs=gen_kwargs(cfg),
             random_seed=seed, numpy_random_seed=seed, torch_random_seed=seed,
             fewshot_random_seed=seed, log_samples=False, device=device, verbosity="WARNING")
         if result is None:

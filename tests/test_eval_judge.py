@@ -16,12 +16,14 @@ import pytest
 from vade.eval.config import JudgeConfig
 from vade.eval.judge import judge_env, running_judge, wait_ready
 
-# The stub, as a script: also run as a separate process for the `serve` mode.
+# The stub, as a script: also run as a separate process for the `serve` mode (argv: port,
+# served name, and optionally how many chat completions it answers before failing every later one).
 STUB = r'''
 import json, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SERVED = sys.argv[2] if len(sys.argv) > 2 else "judge"
+OK = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3].isdigit() else 10**9
 SEEN = []
 
 class Handler(BaseHTTPRequestHandler):
@@ -47,6 +49,8 @@ class Handler(BaseHTTPRequestHandler):
         SEEN.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
         if self.path.rstrip("/") != "/v1/chat/completions":
             return self._send(404, {"error": "not found"})
+        if len(SEEN) > OK:
+            return self._send(500, {"error": {"message": "CUDA out of memory"}})
         self._send(200, {"id": "c1", "object": "chat.completion", "created": 0,
                          "model": body.get("model"),
                          "choices": [{"index": 0, "finish_reason": "stop",

@@ -17,47 +17,11 @@ import time
 import urllib.request
 
 import pytest
+from test_eval_judge import STUB
 
 from vade.eval.config import JudgeConfig
 from vade.eval.judge import running_judge
 from vade.eval.store import EvalRow
-
-# argv: port, served name, number of chat completions answered before every later one fails
-STUB = r'''
-import json, sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-PORT, SERVED, OK = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-state = {"n": 0}
-
-class Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def _send(self, code, body):
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        self._send(200, {"object": "list", "data": [{"id": SERVED, "object": "model"}]})
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        state["n"] += 1
-        if state["n"] > OK:
-            return self._send(500, {"error": {"message": "CUDA out of memory"}})
-        self._send(200, {"id": "c", "object": "chat.completion", "created": 0, "model": SERVED,
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": "Yes"}}],
-                         "usage": {"prompt_tokens": 1, "completion_tokens": 1,
-                                   "total_tokens": 2}})
-
-ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
-'''
 
 
 @pytest.fixture()
@@ -82,13 +46,13 @@ def _judge_calls(n: int) -> None:
     for _ in range(n):
         try:  # as lmms-eval's judged tasks do: a failed judgement becomes a 0, silently
             server.evaluate(Request(messages=[{"role": "user", "content": "Is 6*7 42?"}]))
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001, S110
             pass
 
 
 def test_judge_failing_half_way_fails_the_job_and_writes_no_score(tmp_path, stub, monkeypatch):
-    import vade.eval.runner as runner
     from vade.cli import main
+    from vade.eval import runner
 
     seen = {}
 

@@ -127,7 +127,6 @@ def test_paper_evaluation_environment_has_vllm():
     """The paper's evaluation jobs (policy and judge served by vLLM) get an env with vLLM: the
     conda env of the rule and the pyproject extra; the CPU demo's env stays without it."""
     import tomllib
-
     import yaml
 
     def pins(path: str) -> set[str]:

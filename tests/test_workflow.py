@@ -230,3 +230,17 @@ def test_profile_placeholders_warn_until_replaced(repo: Path, paper_dry_run: str
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout + proc.stderr
     assert "placeholders are still set" not in out and "slurm_partition=a100" in out
+
+
+def test_report_reads_the_files_the_rule_names(paper_dry_run: str) -> None:
+    """Every history and evaluation file of the grid, by name: never the eval or runs folder,
+    so a stale file left there by a removed grid cell is not read."""
+    (block,) = jobs_of(paper_dry_run, "report")
+    cmd = block.split("Shell command:", 1)[1]
+    evals = cmd.split(" --evals ", 1)[1].split(" --samples ", 1)[0].split()
+    histories = cmd.split(" --runs ", 1)[1].split(" --evals ", 1)[0].split()
+    assert len(evals) == 17 and all(re.fullmatch(r"results/paper/eval/[\w.-]+\.duckdb", e)
+                                    for e in evals)
+    assert len(histories) == 15 and all(
+        re.fullmatch(r"results/paper/runs/[\w.-]+/history\.duckdb", h) for h in histories)
+    assert '"evaluate":{"benchmarks":null,"kind":"paper"}' in cmd  # the five default columns

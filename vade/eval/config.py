@@ -20,6 +20,21 @@ __all__ = ["PAPER_BENCHMARKS", "Benchmark", "EvaluateConfig", "JudgeConfig", "Pl
            "PolicyConfig"]
 
 
+def _check_ints(v: Mapping[str, Any], where: str, specs: tuple[tuple[str, int, int], ...]) -> None:
+    """Every ``(key, lo, hi)`` of ``specs`` that ``v`` sets (not null) is an integer in range."""
+    for key, lo, hi in specs:
+        if v.get(key) is not None:
+            check_int(f"{where}.{key}", v[key], lo, hi)
+
+
+def _memory_share(v: dict[str, Any], where: str) -> None:
+    """``gpu_memory_utilization``, when set, is a fraction in (0, 1] (stored as a float)."""
+    if "gpu_memory_utilization" in v:
+        v["gpu_memory_utilization"] = check_float(f"{where}.gpu_memory_utilization",
+                                                  v["gpu_memory_utilization"], 0.0, 1.0,
+                                                  open_lo=True)
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """One table column: an lmms-eval task (or group) and the metric that scores it.
@@ -112,14 +127,9 @@ class JudgeConfig:
         for key in ("model", "served_name", "api_key_env", "host"):
             if key in v and (not isinstance(v[key], str) or not v[key]):
                 raise ValueError(f"evaluate.judge.{key} must be a non-empty string")
-        for key, lo, hi in (("port", 1, 65535), ("tensor_parallel_size", 1, 64),
-                            ("ready_timeout_s", 1, 86400)):
-            if v.get(key) is not None:
-                check_int(f"evaluate.judge.{key}", v[key], lo, hi)
-        if "gpu_memory_utilization" in v:
-            v["gpu_memory_utilization"] = check_float("evaluate.judge.gpu_memory_utilization",
-                                                      v["gpu_memory_utilization"], 0.0, 1.0,
-                                                      open_lo=True)
+        _check_ints(v, "evaluate.judge", (("port", 1, 65535), ("tensor_parallel_size", 1, 64),
+                                          ("ready_timeout_s", 1, 86400)))
+        _memory_share(v, "evaluate.judge")
         if "max_error_fraction" in v:
             v["max_error_fraction"] = check_float("evaluate.judge.max_error_fraction",
                                                   v["max_error_fraction"], 0.0, 1.0)
@@ -162,14 +172,10 @@ class PolicyConfig:
         v = dict(v)
         if v.get("engine", "hf") not in ("hf", "vllm"):
             raise ValueError(f"evaluate.policy.engine must be hf or vllm, got {v['engine']!r}")
-        for key, lo, hi in (("tensor_parallel_size", 1, 64), ("max_model_len", 256, 1 << 20),
-                            ("batch_size", 1, 1 << 16)):
-            if v.get(key) is not None:
-                check_int(f"evaluate.policy.{key}", v[key], lo, hi)
-        if "gpu_memory_utilization" in v:
-            v["gpu_memory_utilization"] = check_float("evaluate.policy.gpu_memory_utilization",
-                                                      v["gpu_memory_utilization"], 0.0, 1.0,
-                                                      open_lo=True)
+        _check_ints(v, "evaluate.policy", (("tensor_parallel_size", 1, 64),
+                                           ("max_model_len", 256, 1 << 20),
+                                           ("batch_size", 1, 1 << 16)))
+        _memory_share(v, "evaluate.policy")
         return cls(**v)
 
 
@@ -227,12 +233,10 @@ class EvaluateConfig:
         v = dict(values)
         if v.get("kind", "synthetic") not in ("synthetic", "paper"):
             raise ValueError(f"evaluate.kind must be synthetic or paper, got {v['kind']!r}")
-        for key, lo, hi in (("repeats", 1, 64), ("seed", 0, 2**31 - 1),
-                            ("max_new_tokens", 1, 65536), ("batch_size", 1, 1024),
-                            ("threads", 0, 1024), ("limit", 1, 10**9),
-                            ("min_pixels", 1, 1 << 28), ("max_pixels", 1, 1 << 28)):
-            if key in v and v[key] is not None:
-                check_int(f"evaluate.{key}", v[key], lo, hi)
+        _check_ints(v, "evaluate", (("repeats", 1, 64), ("seed", 0, 2**31 - 1),
+                                    ("max_new_tokens", 1, 65536), ("batch_size", 1, 1024),
+                                    ("threads", 0, 1024), ("limit", 1, 10**9),
+                                    ("min_pixels", 1, 1 << 28), ("max_pixels", 1, 1 << 28)))
         for key, lo, hi, lo_open in (("temperature", 0.0, 2.0, False), ("top_p", 0.0, 1.0, True)):
             if key in v:
                 x = v[key]

@@ -194,7 +194,7 @@ class JudgeRelay:
                 body = None
                 if method == "POST":
                     body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                path = self.path[len("/v1"):] if self.path.startswith("/v1") else self.path
+                path = self.path.removeprefix("/v1")
                 headers = {k: v for k, v in self.headers.items()
                            if k.lower() in ("authorization", "content-type", "accept")}
                 req = urllib.request.Request(relay.upstream + path, data=body, method=method,

@@ -61,9 +61,9 @@ class EvalPlan:
 
     def lines(self) -> list[str]:
         """The plan as text: one line per benchmark, then the totals."""
-        out = [f"evaluation plan per checkpoint: {self.repeats} repeats (one job each), "
-               f"max_new_tokens {self.max_new_tokens}, {self.tokens_per_s:g} output tokens/s "
-               f"per job, {self.overhead_min:g} min overhead per job, {self.gpus} GPUs per job"]
+        out = [(f"evaluation plan per checkpoint: {self.repeats} repeats (one job each), "
+                f"max_new_tokens {self.max_new_tokens}, {self.tokens_per_s:g} output tokens/s "
+                f"per job, {self.overhead_min:g} min overhead per job, {self.gpus} GPUs per job")]
         out += [f"  {name:<12} {n:>7,} items x {self.max_new_tokens} tokens = "
                 f"{n * self.max_new_tokens:>13,} tokens per repeat" for name, n in self.items]
         out.append(f"  total        {self.items_per_repeat:>7,} items x {self.repeats} repeats x "

@@ -56,7 +56,8 @@ def test_judge_failing_half_way_fails_the_job_and_writes_no_score(tmp_path, stub
 
     seen = {}
 
-    def stand_in(cfg, target, benchmarks, include, defaults, repeats=None, after_repeat=None):
+    def stand_in(cfg, target, benchmarks, include, defaults, repeats=None, after_repeat=None,
+                 samples_log=None):
         seen["port"] = int(os.environ["OPENAI_API_URL"].rsplit(":", 1)[1].split("/")[0])
         rows = []
         for r in range(cfg.repeats) if repeats is None else repeats:

@@ -70,10 +70,15 @@ def test_one_repeat_job_writes_only_its_repeat(tmp_path, monkeypatch, capsys):
     cfg = json.dumps({"name": "t", "evaluate": {"repeats": 2, "seed": 5, "max_new_tokens": 4}})
     assert main(["evaluate", "--config-json", cfg, "--run-id", RUN, "--repeat", "1",
                  "--checkpoint", str(model), "--data-dir", str(data), "--out", str(out),
-                 "--runtime-min", "60"]) == 0
+                 "--runtime-min", "60", "--samples-log", str(tmp_path / "s.jsonl")]) == 0
     rows = duckdb.connect(str(out), read_only=True).execute(
         "SELECT repeat, seed_eval, score FROM eval_results").fetchall()
     assert rows == [(1, 6, 50.0)]
+    # every sample kept, with the response the score came from
+    samples = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert len(samples) == 4 and {s["task"] for s in samples} == {"vade_math"}
+    assert {s["repeat"] for s in samples} == {1} and all("resps" in s for s in samples)
+    assert sorted(s["acc"] for s in samples) == [0.0, 0.0, 1.0, 1.0]
     assert main(["evaluate", "--config-json", cfg, "--run-id", RUN, "--repeat", "2",
                  "--checkpoint", str(model), "--data-dir", str(data), "--out", str(out)]) == 2
     assert "--repeat 2 is not one of the 2 repeats" in capsys.readouterr().err

@@ -41,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", metavar="DIR",
                         help="data/<name> (synthetic: its eval/*.parquet are the benchmarks)")
     parser.add_argument("--judge-log", metavar="FILE", help="log of a judge served here")
+    parser.add_argument("--samples-log", metavar="FILE",
+                        help="keep lmms-eval's per-sample records here (JSON lines)")
     parser.add_argument("--no-mlflow", action="store_true", help="skip MLflow logging")
     parser.add_argument("--repeat", type=int, metavar="I",
                         help="run only repeat I (0-based) of average@k; its rows go to --out and "
@@ -188,6 +190,9 @@ def run(args: argparse.Namespace) -> int:
         tag = f"{args.run_id}-r{args.repeat}" if args.repeat is not None else args.run_id
         with _sigterm_raises(), judge_mod.running_judge(judge_cfg, args.judge_log,
                                                         tag=tag) as judge:
+            if args.samples_log:
+                Path(args.samples_log).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.samples_log).unlink(missing_ok=True)  # a rerun starts it afresh
             rows = evaluate_checkpoint(cfg, target, benchmarks, include, defaults, repeats,
-                                       after_repeat=judge.check)
+                                       after_repeat=judge.check, samples_log=args.samples_log)
     return _report(args, config, cfg, target, rows)

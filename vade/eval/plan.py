@@ -32,7 +32,7 @@ class EvalPlan:
     max_new_tokens: int
     tokens_per_s: float
     overhead_min: float
-    gpus: int
+    gpus: int                           # per job; 0: a CPU job (its hours count as one device)
     runtime_min: float | None           # the rule's runtime per job (None: not checked)
 
     @property
@@ -50,7 +50,7 @@ class EvalPlan:
 
     @property
     def gpu_hours_per_checkpoint(self) -> float:
-        return self.repeats * self.minutes_per_job / 60.0 * self.gpus
+        return self.repeats * self.minutes_per_job / 60.0 * max(1, self.gpus)
 
     def fitting_max_new_tokens(self) -> int:
         """The largest output limit with which a job still fits ``runtime_min`` (0: none)."""
@@ -70,8 +70,9 @@ class EvalPlan:
                    f"{self.max_new_tokens} tokens = "
                    f"{self.tokens_per_repeat * self.repeats:,} tokens (worst case)")
         limit = "" if self.runtime_min is None else f" (runtime {self.runtime_min:g} min)"
+        unit = "GPU-hours" if self.gpus else "CPU job-hours"
         out.append(f"  per job: {self.minutes_per_job:.1f} min{limit}; per checkpoint: "
-                   f"{self.gpu_hours_per_checkpoint:.1f} GPU-hours")
+                   f"{self.gpu_hours_per_checkpoint:.1f} {unit}")
         return out
 
     def check(self) -> None:
@@ -110,5 +111,5 @@ def make_plan(cfg: EvaluateConfig, *, runtime_min: float | None, gpus: int,
     overhead = cfg.plan.overhead_min
     if overhead is None:
         overhead = 45.0 if cfg.judge.mode == "serve" else 5.0
-    return EvalPlan(items, cfg.repeats, cfg.output_tokens, tps, overhead, max(1, gpus),
+    return EvalPlan(items, cfg.repeats, cfg.output_tokens, tps, overhead, max(0, gpus),
                     runtime_min)

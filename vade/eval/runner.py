@@ -185,13 +185,26 @@ def command_line(call: Mapping[str, Any]) -> list[str]:
             "--device", call["device"], *(["--limit", str(call["limit"])] if call["limit"] else [])]
 
 
+def write_samples(path: str | Path, repeat: int, result: Mapping[str, Any]) -> None:
+    """Append lmms-eval's per-sample records of one repeat to ``path`` (JSON lines: task,
+    repeat, then lmms-eval's own fields: response, target, judged scores), so a judge decision
+    or an extraction can be read afterwards."""
+    with open(path, "a", encoding="utf-8") as f:
+        for task, samples in sorted((result.get("samples") or {}).items()):
+            for sample in samples:
+                f.write(json.dumps({"task": task, "repeat": repeat, **sample}, default=str,
+                                   ensure_ascii=False) + "\n")
+
+
 def evaluate_checkpoint(cfg: EvaluateConfig, target: Target, benchmarks: Sequence[Benchmark],
                         include_path: Sequence[str], include_defaults: bool,
                         repeats: Sequence[int] | None = None,
-                        after_repeat: Callable[[int], None] | None = None) -> list[EvalRow]:
+                        after_repeat: Callable[[int], None] | None = None,
+                        samples_log: str | Path | None = None) -> list[EvalRow]:
     """Seeded lmms-eval runs of ``benchmarks`` on ``target.checkpoint`` (``repeats``: which of
     the k, default all): one row per (benchmark, repeat). ``after_repeat(repeat)`` runs after
-    each repeat, before its rows count (the judge's liveness and error check)."""
+    each repeat, before its rows count (the judge's liveness and error check); ``samples_log``
+    keeps every sample (``write_samples``)."""
     from lmms_eval.evaluator import simple_evaluate
     from lmms_eval.tasks import TaskManager
     from tqdm import tqdm
@@ -203,10 +216,13 @@ def evaluate_checkpoint(cfg: EvaluateConfig, target: Target, benchmarks: Sequenc
     rows: list[EvalRow] = []
     for repeat in tqdm(todo, desc=f"evaluate {target.run_id}", unit="repeat"):
         call = lmms_eval_call(cfg, target, benchmarks, repeat)
+        call["log_samples"] = samples_log is not None
         print("repeat", repeat, ":", " ".join(command_line(call)), flush=True)
         result = simple_evaluate(task_manager=manager, **call)
         if result is None:
             raise RuntimeError("lmms-eval returned no results (not the main process?)")
+        if samples_log is not None:
+            write_samples(samples_log, repeat, result)
         if after_repeat is not None:
             after_repeat(repeat)
         for bench in benchmarks:

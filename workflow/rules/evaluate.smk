@@ -22,6 +22,7 @@ rule evaluate_repeat:
     log:
         main=f"logs/{NAME}/evaluate/{{run}}/r{{repeat}}.log",
         judge=f"logs/{NAME}/evaluate/{{run}}/r{{repeat}}.judge.log",
+        samples=f"logs/{NAME}/evaluate/{{run}}/r{{repeat}}.samples.jsonl",
     benchmark:
         f"benchmarks/{NAME}/evaluate/{{run}}/r{{repeat}}.tsv"
     resources:
@@ -32,6 +33,7 @@ rule evaluate_repeat:
         "python -m vade evaluate --config-json {params.cfg:q} --run-id {wildcards.run}"
         " --repeat {wildcards.repeat} --checkpoint {params.checkpoint} --data-dir {params.data_dir}"
         " --runtime-min {resources.runtime} --gpus {params.gpus} --judge-log {log.judge}"
+        " --samples-log {log.samples}"
         " --out {output} > {log.main} 2>&1"
 
 

@@ -191,9 +191,8 @@ def write_samples(path: str | Path, repeat: int, result: Mapping[str, Any]) -> N
     or an extraction can be read afterwards."""
     with open(path, "a", encoding="utf-8") as f:
         for task, samples in sorted((result.get("samples") or {}).items()):
-            for sample in samples:
-                f.write(json.dumps({"task": task, "repeat": repeat, **sample}, default=str,
-                                   ensure_ascii=False) + "\n")
+            f.writelines(json.dumps({"task": task, "repeat": repeat, **sample}, default=str,
+                                    ensure_ascii=False) + "\n" for sample in samples)
 
 
 def evaluate_checkpoint(cfg: EvaluateConfig, target: Target, benchmarks: Sequence[Benchmark],

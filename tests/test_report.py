@@ -97,7 +97,8 @@ def test_report_config_validation():
 def _record(root: Path, run_id: str, val: list[float], *, done: bool = True,
             factor: int = 1, metrics: bool = True) -> None:
     key = parse_run_id(run_id)
-    sampler_method = "vanilla" if key.method == "dapo" else key.method
+    sampler_method = {"dapo": "vanilla", "diva": "vanilla", "vade-diva": "vade"}.get(
+        key.method, key.method)
     init = np.arange(N) % (G + 1)  # initial r: 0..8 repeating
     if sampler_method == "vanilla":
         s = make_sampler("vanilla", N, B, seed=key.seed)
@@ -347,3 +348,26 @@ def test_validation_panels_start_at_zero_with_a_band(tmp_path, monkeypatch):
     assert lower == pytest.approx(0.4 - 1.96 * np.sqrt(0.4 * 0.6 / 100), abs=1e-9)
     assert ax.get_legend().get_texts()[0].get_text() == "vade s0"
     inputs.catalog.close()
+
+
+def test_table1_has_diva_rows_when_diva_runs_exist(tmp_path):
+    """DIVA-GRPO (uniform sampler) and VADE + DIVA rows, against vanilla, hand-computed."""
+    runs, evals = tmp_path / "runs", tmp_path / "eval"
+    scores = {"tiny-grpo-vanilla-s0": {"math": [40.0, 50.0]},    # 45
+              "tiny-grpo-diva-s0": {"math": [50.0, 60.0]},       # 55: +10
+              "tiny-grpo-vade-diva-s0": {"math": [30.0, 30.0]}}  # 30: -15
+    for rid in scores:
+        _record(runs, rid, [0.3, 0.4])
+    for rid, per in scores.items():
+        key = parse_run_id(rid)
+        write_eval_results(evals / f"{rid}.duckdb", [
+            EvalRow(rid, key.model, key.algorithm, key.method, key.seed, b, i, 100 + i, v, 10,
+                    f"ckpt/{rid}", f"vade_{b}", "acc")
+            for b, reps in per.items() for i, v in enumerate(reps)])
+    assert main(["report", "--runs", str(runs), "--evals", str(evals), "--out",
+                 str(tmp_path / "r"), "--mlflow-uri", ""]) == 0
+    md = (tmp_path / "r" / "report.md").read_text()
+    t1 = md.split("### Table 1")[1].split("### Table 2")[0]
+    assert _row(t1, "tiny", "GRPO", "DIVA-GRPO")[3:5] == ["55.00 ▲+10.00", "55.00 ▲+10.00"]
+    assert _row(t1, "tiny", "GRPO", "VADE + DIVA")[3] == "30.00 ▼-15.00"
+    assert _row(t1, "tiny", "GRPO", "VADE + DIVA")[-1] == "tiny-grpo-vade-diva-s0"

@@ -176,7 +176,8 @@ def test_dapo_composes_with_the_recipe_config(tmp_path, algorithm):
     assert c["vade_dapo"]["base_epochs"] == 15 and c["vade_dapo"]["max_rollout_factor"] == 3.0
 
 
-def test_launch_plan_reads_the_project_config(tmp_path):
+def test_launch_plan_reads_the_project_config(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # the default store, not the tests'
     config = {"name": "paper",
               "models": {"qwen2.5-vl-3b": {"name_or_path": MODELS["qwen2.5-vl-3b"]}},
               "train": {"backend": "verl", "verl": {"total_epochs": 2}},

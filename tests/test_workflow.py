@@ -244,3 +244,20 @@ def test_report_reads_the_files_the_rule_names(paper_dry_run: str) -> None:
     assert len(histories) == 15 and all(
         re.fullmatch(r"results/paper/runs/[\w.-]+/history\.duckdb", h) for h in histories)
     assert '"evaluate":{"benchmarks":null,"kind":"paper"}' in cmd  # the five default columns
+
+
+def test_diva_methods_run_in_the_grid_with_initial_difficulty(repo: Path, tmp_path: Path) -> None:
+    cfg = yaml.safe_load((repo / "config" / "tiny.yaml").read_text())
+    cfg["experiments"]["grid"][0]["methods"] += ["diva", "vade-diva"]
+    path = tmp_path / "diva.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = dry_run(repo, "-p", "--configfile", str(path))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    out = proc.stdout + proc.stderr
+    assert job_counts(out)["train"] == 10 and job_counts(out)["evaluate"] == 11
+    assert job_counts(out)["evaluate_repeat"] == 11 * 2
+    diva = [b for b in jobs_of(out, "train") if "-diva-s0" in b]
+    assert len(diva) == 4  # grpo/gspo x diva/vade-diva
+    for block in diva:
+        assert "results/tiny/difficulty/tiny/initial.parquet" in block  # levels start there
+        assert '"diva":' in block.split("--config-json", 1)[1]

@@ -20,6 +20,8 @@ from vade.console import log_friendly_output
 COMMANDS: dict[str, tuple[str, str]] = {
     "sql": ("vade.store.sql_command", "run a read-only SQL query on run histories"),
     "build-data": ("vade.data.command", "build the training data (synthetic or the paper's set)"),
+    "build-variants": ("vade.data.variant_texts",
+                       "DIVA-GRPO hint steps and rephrasings of the paper's data, from an LLM"),
     "bench": ("vade.bench.command", "measure speed and memory (prints a table, writes JSON)"),
     "simulate": ("vade.simulate.command", "compare samplers on a simulated bandit"),
     "demo": ("vade.demo", "a short end-to-end demonstration on this machine"),

@@ -3,8 +3,10 @@
 ``vade.data.synthetic.variants`` builds a variant ``Item`` (it needs the renderer's knowledge of
 the answer space for exact hints); this module turns a decoded row back into its ``Item`` and the
 variant into a row with the same template, index and answer, so a trainer can generate for
-originals and variants alike. Only the synthetic tasks have variants today; the paper's data
-needs hints and rephrasings written offline (``vade build-variants``, not built yet).
+originals and variants alike. Only the synthetic tasks have variant rows today. For the paper's
+data, ``vade build-variants`` writes the hint steps and rephrasings offline
+(``data/<name>/variants.parquet``); turning them into rows belongs to the verl DIVA path, which
+is not built yet.
 """
 
 from __future__ import annotations

@@ -110,13 +110,16 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         "",
         "![Figure 3](figures/figure3.png)",
         "",
-        (f"Figure 3: validation score ('{cfg.val_metric}'), effective-gradient ratio and actor "
-         f"gradient norm ('{cfg.grad_norm_metric}') against step."),
+        (f"Figure 3: validation score ('{cfg.val_metric}'; band: 95% interval of one score "
+         f"where the history logs its item count), effective-gradient ratio and actor "
+         f"gradient norm ('{cfg.grad_norm_metric}') against step; vanilla vs VADE (and "
+         "DIVA-GRPO where run)."),
         "",
         "![Figure 4](figures/figure4.png)",
         "",
-        ("Figure 4: (a) validation score against cumulative rollouts; (b) cumulative rollouts "
-         "against step, DAPO vs VADE."),
+        ("Figure 4: (a) validation score against cumulative rollouts (from 0: validation "
+         "before training); (b) cumulative rollouts against step, DAPO vs VADE (and DIVA-GRPO, "
+         "whose variants count as rollouts, where run)."),
         "",
         "## Per-sample difficulty",
         "",

@@ -23,6 +23,7 @@ COLORS = {"vanilla": "tab:blue", "dapo": "tab:orange", "vade": "tab:red",
           "symmetric": "tab:green", "greedy": "tab:purple", "last-update": "tab:brown",
           "diva": "tab:cyan", "vade-diva": "tab:pink"}
 _STYLES = ("-", "--", ":", "-.")
+DIVA = ("diva", "vade-diva")  # drawn where run: each step pays for originals and variants
 VAL_ITEMS = "val/n"      # metric: validation items behind each score (the band's n)
 MIN_SCORE_SPAN = 0.1     # smallest y range of a score panel (one tiny score's SE is ~0.04)
 _PNG_META = {"Software": None}  # no library version in the file: same inputs, same bytes
@@ -144,7 +145,7 @@ def figure1(inputs: Inputs, path: Path) -> Path:
 
 def figure3(inputs: Inputs, path: Path, val_metric: str, grad_metric: str) -> Path:
     """Validation score, effective ratio and actor grad norm vs step (paper Figure 3)."""
-    return _grid(inputs, ("vanilla", "vade"),
+    return _grid(inputs, ("vanilla", "vade", *DIVA),
                  [(val_metric, "step", "validation score"),
                   ("effective_ratio", "step", "effective gradient ratio"),
                   (grad_metric, "step", "actor grad norm")],
@@ -153,7 +154,7 @@ def figure3(inputs: Inputs, path: Path, val_metric: str, grad_metric: str) -> Pa
 
 def figure4(inputs: Inputs, path: Path, val_metric: str) -> Path:
     """Validation score vs cumulative rollouts; cumulative rollouts vs step (paper Figure 4)."""
-    return _grid(inputs, ("dapo", "vade"),
+    return _grid(inputs, ("dapo", "vade", *DIVA),
                  [(val_metric, "rollouts", "validation score"),
                   ("rollouts_cumulative", "step", "cumulative rollouts")],
                  "Figure 4: DAPO vs VADE rollout efficiency", path, score_metric=val_metric)

@@ -20,8 +20,10 @@ from vade.report.curves import rollout_ratio
 __all__ = ["ABLATIONS", "METHOD_LABELS", "headline", "inventory", "table1", "table2", "table5"]
 
 METHOD_LABELS = {"base": "Base Model", "vanilla": "vanilla", "dapo": "DAPO", "vade": "Ours (VADE)",
-                 "symmetric": "p(1-p)", "greedy": "greedy", "last-update": "last update"}
-MAIN = ("vanilla", "dapo", "vade")
+                 "symmetric": "p(1-p)", "greedy": "greedy", "last-update": "last update",
+                 "diva": "DIVA-GRPO", "vade-diva": "VADE + DIVA"}
+# Table 1's rows; DIVA-GRPO's (the second seed method, uniform or VADE sampler) appear when run
+MAIN = ("vanilla", "dapo", "vade", "diva", "vade-diva")
 ABLATIONS = ("symmetric", "greedy", "last-update")
 
 

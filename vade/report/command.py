@@ -1,6 +1,7 @@
 """``vade report``: Tables 1, 2, 5, Figures 1, 3, 4, the rollout headline and the per-sample view.
 
-Reads run histories (``results/<name>/runs``), evaluation files (``results/<name>/eval``) and,
+Reads run histories and evaluation files (as named: the workflow names the grid's files, never a
+folder, so stale files are not read; a folder given by hand means every file in it) and,
 for metrics a history lacks (verl runs log validation scores to MLflow only), MLflow. Writes
 ``<out>/report.md``, the same as one self-contained ``<out>/report.html`` (figures embedded),
 ``<out>/tables/*.html`` (one page per table) and ``<out>/figures/*.png``: fixed names, the items
@@ -147,10 +148,13 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
 
 
 def run(args: argparse.Namespace) -> int:
-    from vade.report.config import ReportConfig, expected_runs
+    import dataclasses
+
+    from vade.report.config import ReportConfig, expected_runs, table_columns
 
     config = load_config(args)
     cfg = ReportConfig.from_dict(section(config, "report", required=False))
+    cfg = dataclasses.replace(cfg, benchmarks=table_columns(config, cfg))
     name = str(config.get("name") or Path(args.out).name)
     expected = list(dict.fromkeys([*expected_runs(config), *args.expect]))
     md = build_report(name=name, cfg=cfg, runs=args.runs, evals=args.evals, out=Path(args.out),

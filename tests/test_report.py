@@ -214,9 +214,10 @@ def test_report_headline_and_figures(fixture_dirs, tmp_path):
     md = _report(fixture_dirs, tmp_path / "r")
     row = _row(md, "tiny", "GRPO", "0")
     assert row[3:9] == ["0.600", "0.597", "384", "288", "128", "0.333"]
-    assert row[9] == "tiny-grpo-dapo-s0, tiny-grpo-vade-s0"
+    assert row[9:11] == ["n/a (no difficulty file)"] * 2  # no --difficulty given
+    assert row[11] == "tiny-grpo-dapo-s0, tiny-grpo-vade-s0"
     miss = _row(md, "tiny", "GRPO", "1")  # seed 1 has a partial VADE run and no DAPO run
-    assert miss[3] == "missing" and "tiny-grpo-dapo-s1: no run" in miss[9]
+    assert miss[3] == "missing" and "tiny-grpo-dapo-s1: no run" in miss[11]
     for name in ("figure1", "figure3", "figure4", "difficulty_heatmap", "selection_counts"):
         png = tmp_path / "r" / "figures" / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
@@ -349,6 +350,42 @@ def test_validation_panels_start_at_zero_with_a_band(tmp_path, monkeypatch):
     assert lower == pytest.approx(0.4 - 1.96 * np.sqrt(0.4 * 0.6 / 100), abs=1e-9)
     assert ax.get_legend().get_texts()[0].get_text() == "vade s0"
     inputs.catalog.close()
+
+
+def test_initial_difficulty_rollouts_on_the_cost_axis(fixture_dirs, tmp_path):
+    """The initial estimate costs G = 8 rollouts for each of the N = 40 samples = 320. VADE
+    reaches the target after 128 training rollouts, 448 with them: 448 / 384 = 1.167 of DAPO's
+    rollouts to its peak. DAPO starts from no estimate (offset 0)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vade.report.collect import collect
+    from vade.report.figures import _panel
+
+    diff = tmp_path / "difficulty" / "tiny" / "initial.parquet"
+    diff.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"sample_id": np.arange(N), "correct": np.arange(N) % (G + 1),
+                             "rollouts": np.full(N, G)}), diff)
+    md = _report(fixture_dirs, tmp_path / "r", "--difficulty", str(diff))
+    row = _row(md, "tiny", "GRPO", "0")
+    assert row[7:11] == ["128", "0.333", "448", "1.167"]
+    inputs = collect(runs=[fixture_dirs / "runs"], evals=[], expected=[],
+                     metric_names=["val/acc"], difficulty=[diff])
+    for initial, vade_x0 in ((False, 32.0), (True, 352.0)):
+        fig, ax = plt.subplots()
+        _panel(ax, inputs, "tiny", "grpo", ("dapo", "vade"), "val/acc", "rollouts", "v",
+               score=False, initial=initial)
+        # vade has two seeds here, so each method is drawn as its mean over seeds
+        first = {line.get_label().split()[0]: line.get_xdata()[0] for line in ax.lines
+                 if not line.get_label().startswith("_")}
+        plt.close(fig)
+        assert first["dapo"] == 96.0 and first["vade"] == vade_x0
+    with pytest.raises(ValueError, match="initial_rollouts_on_cost_axis"):
+        ReportConfig.from_dict({"initial_rollouts_on_cost_axis": "yes"})
 
 
 def test_table1_has_diva_rows_when_diva_runs_exist(tmp_path):

@@ -1,7 +1,8 @@
 """The override builder against verl 0.7.1's real Hydra configs (CPU, ~10 s).
 
 Every override set the builder emits for the paper grid composes with ``ppo_trainer`` (DAPO's with
-verl-recipe's ``dapo_trainer`` when a checkout is available), the values resolve, the loss mode is
+verl-recipe's ``dapo_trainer`` of the pinned commit, from tests/fixtures/verl/recipe_8f9e7ac or a
+checkout), the values resolve, the loss mode is
 a registered verl policy loss, the sampler plugin loads through verl's own loader, and Table 4's
 numbers land where verl reads them.
 """
@@ -9,7 +10,6 @@ numbers land where verl reads them.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -30,7 +30,6 @@ from vade.train.verl.settings import PluginSettings
 MODELS = {"qwen2.5-vl-3b": "Qwen/Qwen2.5-VL-3B-Instruct",
           "qwen2.5-vl-7b": "Qwen/Qwen2.5-VL-7B-Instruct"}
 METHODS = ("vanilla", "vade", "symmetric", "greedy", "last-update")
-RECIPE_COMMIT = "8f9e7ac93acac57f6ef7e8dffa3de788d148a09a"
 
 
 def verl_config_dir() -> str:
@@ -138,31 +137,21 @@ def test_unknown_key_and_bad_values_fail():
         spec(method="dapo2")
 
 
-def _recipe_config_dir(tmp_path: Path) -> Path | None:
-    """verl-recipe's dapo config: a checkout (VADE_VERL_RECIPE_DIR), else this machine's mirror."""
+def _recipe_config_dir(tmp_path: Path) -> Path:
+    """verl-recipe's dapo config: a checkout (VADE_VERL_RECIPE_DIR), else the copy of the pinned
+    commit's file in tests/fixtures/verl/recipe_8f9e7ac."""
     from vade.train.verl.recipe import locate
 
     try:
         return locate() / "recipe" / "dapo" / "config"
     except FileNotFoundError:
-        pass
-    mirror = Path("/work/.mirror/verl-project+verl-recipe/repo")
-    if not mirror.exists():
-        return None
-    target = tmp_path / "dapo_config"
-    target.mkdir()
-    text = subprocess.run(["git", "-C", str(mirror), "show",
-                           f"{RECIPE_COMMIT}:dapo/config/dapo_trainer.yaml"],
-                          capture_output=True, text=True, check=True).stdout
-    (target / "dapo_trainer.yaml").write_text(text)
-    return target
+        return (Path(__file__).parent / "fixtures" / "verl" / "recipe_8f9e7ac" / "recipe"
+                / "dapo" / "config")
 
 
 @pytest.mark.parametrize("algorithm", ["grpo", "gspo"])
 def test_dapo_composes_with_the_recipe_config(tmp_path, algorithm):
     config_dir = _recipe_config_dir(tmp_path)
-    if config_dir is None:
-        pytest.skip("no verl-recipe checkout (set VADE_VERL_RECIPE_DIR)")
     s = spec(algorithm=algorithm, method="dapo")
     ov = build_overrides(s, VerlConfig(), algo_config({}, algorithm),
                          dapo=DapoSettings(max_rollout_factor=3))
@@ -186,7 +175,7 @@ def test_launch_plan_reads_the_project_config(tmp_path, monkeypatch):
     s, cmd, env = plan(config, algorithm="grpo", method="vade", seed=1, model="qwen2.5-vl-3b",
                        data_dir=tmp_path / "data", difficulty=tmp_path / "initial.parquet",
                        out_dir=tmp_path / "run")
-    assert cmd[1:3] == ["-m", "verl.trainer.main_ppo"] and s.run_id == "qwen2.5-vl-3b-grpo-vade-s1"
+    assert cmd[1:3] == ["-m", "vade.train.verl.ppo_entry"] and s.run_id == "qwen2.5-vl-3b-grpo-vade-s1"
     assert "trainer.total_epochs=2" in cmd and "+data.sampler.vade.lambda1=0.3" in cmd
     db = Path("results/paper/mlflow.db").resolve()
     assert env["MLFLOW_TRACKING_URI"] == f"sqlite:///{db}"

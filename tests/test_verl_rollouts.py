@@ -8,9 +8,8 @@ from types import SimpleNamespace
 import duckdb
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
 
-from vade.train.verl.dapo_entry import DapoRecorder, capped_trainer_class
+from vade.train.verl.dapo_entry import DapoRecorder
 from vade.train.verl.rollouts import (
     cumulative_rollouts,
     read_metric_log,
@@ -68,12 +67,13 @@ def settings(tmp_path):
 def test_recorder_counts_generated_not_kept_rollouts(tmp_path):
     rec = DapoRecorder(settings(tmp_path), sample_ids=np.arange(10), batch_size=2,
                        gen_batch_size=2, n=2)
-    # step 1 needed 3 generation batches (gen counter 1 -> 3), step 2 one (-> 4)
-    rec.record(1, fake_batch([5, 7, 5, 7], [1, 0, 0, 1]), gen_steps=3)
-    rec.record(2, fake_batch([1, 1, 2, 2], [1, 0, 0, 1]), gen_steps=4)
+    # step 1 needed 3 generation batches (run counter 0 -> 3), step 2 one (-> 4)
+    rec.record(1, fake_batch([5, 7, 5, 7], [1, 0, 0, 1]), gen_batches_used=3)
+    rec.record(2, fake_batch([1, 1, 2, 2], [1, 0, 0, 1]), gen_batches_used=4)
     with pytest.raises(ValueError, match="did not advance"):
-        rec.record(3, fake_batch([1, 1], [1, 0]), gen_steps=4)
-    info = rec.finish("rollout_cap", total_training_steps=10)
+        rec.record(3, fake_batch([1, 1], [1, 0]), gen_batches_used=4)
+    info = rec.finish("rollout_cap", total_training_steps=10, gen_batches_used=4,
+                      gen_batch_limit=5)
     assert info["reason"] == "rollout_cap" and info["steps_trained"] == 2
     assert json.loads((tmp_path / "stop.json").read_text())["reason"] == "rollout_cap"
     con = duckdb.connect(str(tmp_path / "history.duckdb"), read_only=True)
@@ -84,64 +84,3 @@ def test_recorder_counts_generated_not_kept_rollouts(tmp_path):
                      "ORDER BY sample_id").fetchall()
     assert ev == [(5, 1.0, 2.0), (7, 1.0, 2.0)]
     con.close()
-
-
-class FakeDapoTrainer:
-    """Stands in for recipe's RayDAPOTrainer: the attributes and hooks the subclass relies on."""
-
-    def __init__(self, config, train_dataset=None, **kwargs):
-        self.config = config
-        self.total_training_steps = config.trainer.total_training_steps
-        self.global_steps = 0
-        self.gen_steps = 0
-        self.saved = []
-        self.plan = kwargs.pop("plan", [])
-
-    def _update_actor(self, batch):
-        return batch
-
-    def _save_checkpoint(self):
-        self.saved.append(self.global_steps)
-
-    def fit(self):
-        for step, gen_batches in enumerate(self.plan, 1):
-            self.global_steps = step
-            if gen_batches is None:
-                raise ValueError("num_gen_batches=5 >= max_num_gen_batches=4. Generated too many.")
-            self.gen_steps += gen_batches
-            self._update_actor(fake_batch([step, step], [1, 0]))
-
-
-class Dataset:
-    def __len__(self):
-        return 6
-
-    def __getitem__(self, i):
-        return {"extra_info": {"index": i}}
-
-
-def make_trainer(tmp_path, plan, total_epochs=6):
-    cfg = OmegaConf.create({"vade_dapo": settings(tmp_path),
-                            "data": {"train_batch_size": 2, "gen_batch_size": 2},
-                            "trainer": {"total_epochs": total_epochs, "total_training_steps": None},
-                            "actor_rollout_ref": {"rollout": {"n": 2}}})
-    trainer = capped_trainer_class(FakeDapoTrainer)(cfg, train_dataset=Dataset(), plan=plan)
-    return trainer
-
-
-@pytest.mark.parametrize("plan, reason, saved", [
-    ([1, 1, 1, 1, 1, 1], "completed", []),           # 6 steps = (6 // 2) x 2 epochs
-    ([3, 3, 3], "rollout_cap", []),                  # dataloader dry after 9 gen batches
-    ([1, 1, None], "max_gen_batches", [3]),          # recipe's per-step ValueError, caught
-])
-def test_capped_trainer_stops_with_a_reason(tmp_path, plan, reason, saved):
-    trainer = make_trainer(tmp_path, plan)
-    assert trainer.config.trainer.total_training_steps == 6
-    trainer.fit()
-    assert json.loads((tmp_path / "stop.json").read_text())["reason"] == reason
-    assert trainer.saved == saved
-
-
-def test_capped_trainer_refuses_epochs_that_do_not_match_the_cap(tmp_path):
-    with pytest.raises(ValueError, match="total_epochs"):
-        make_trainer(tmp_path, [], total_epochs=2)

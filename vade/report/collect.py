@@ -73,9 +73,19 @@ class Inputs:
     initial_accuracy: dict[str, dict[int, float]]  # model -> sample_id -> r/G
     sample_labels: dict[int, str]
     notes: list[str]
+    initial_rollouts: dict[str, int] = field(default_factory=dict)  # model (or "*") -> sum G
 
     def run_keys(self) -> list[RunKey]:
         return sorted(r.key for r in self.runs.values())
+
+    def initial_rollouts_of(self, key: RunKey) -> int | None:
+        """Rollouts of the initial difficulty estimate (Algorithm 1, lines 1-2: G per sample,
+        about one epoch) that run ``key`` started from: 0 for methods that do not use it
+        (vanilla, DAPO, base models); None when no difficulty file of its model was given."""
+        if key.method in ("vanilla", "dapo", "base"):
+            return 0
+        got = self.initial_rollouts.get(key.model, self.initial_rollouts.get("*"))
+        return None if got is None else int(got)
 
 
 def history_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -164,6 +174,18 @@ def _initial_accuracy(paths: Sequence[str | Path]) -> dict[str, dict[int, float]
     return out
 
 
+def _initial_rollouts(paths: Sequence[str | Path]) -> dict[str, int]:
+    """Total rollouts in each initial difficulty file (same keys as :func:`_initial_accuracy`)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    out: dict[str, int] = {}
+    for p in map(Path, paths):
+        total = pc.sum(pq.read_table(p, columns=["rollouts"]).column("rollouts")).as_py()
+        out["*" if p.parent.name == "difficulty" else p.parent.name] = int(total or 0)
+    return out
+
+
 def collect(*, runs: Sequence[str | Path], evals: Sequence[str | Path],
             expected: Sequence[str], metric_names: Sequence[str],
             mlflow_uri: str | None = None, mlflow_experiment: str | None = None,
@@ -242,4 +264,4 @@ def collect(*, runs: Sequence[str | Path], evals: Sequence[str | Path],
             con.close()
     return Inputs(runs=dict(sorted(infos.items())), evals=ev, benchmarks=order, catalog=catalog,
                   initial_accuracy=_initial_accuracy(difficulty), sample_labels=labels,
-                  notes=notes)
+                  notes=notes, initial_rollouts=_initial_rollouts(difficulty))

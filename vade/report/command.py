@@ -1,8 +1,8 @@
 """``vade report``: Tables 1, 2, 5, Figures 1, 3, 4, the rollout headline and the per-sample view.
 
 Reads run histories and evaluation files (as named: the workflow names the grid's files, never a
-folder, so stale files are not read; a folder given by hand means every file in it) and,
-for metrics a history lacks (verl runs log validation scores to MLflow only), MLflow. Writes
+folder, so stale files are not read; a folder given by hand means every file in it) and, for
+metrics a history lacks (e.g. verl metrics other than the pooled ``val/acc``), MLflow. Writes
 ``<out>/report.md``, the same as one self-contained ``<out>/report.html`` (figures embedded),
 ``<out>/tables/*.html`` (one page per table) and ``<out>/figures/*.png``: fixed names, the items
 of ``snakemake --report``. Same inputs give the same files, byte for byte: nothing
@@ -71,7 +71,8 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
     fig_dir = out / "figures"
     figures.figure1(inputs, fig_dir / "figure1.png")
     figures.figure3(inputs, fig_dir / "figure3.png", cfg.val_metric, cfg.grad_norm_metric)
-    figures.figure4(inputs, fig_dir / "figure4.png", cfg.val_metric)
+    figures.figure4(inputs, fig_dir / "figure4.png", cfg.val_metric,
+                    initial=cfg.initial_rollouts_on_cost_axis)
     _, heat_note = diff.heatmap(inputs, fig_dir / "difficulty_heatmap.png",
                                 cfg.heatmap_samples, cfg.seed, cfg.heatmap_run)
     _, sel_text = diff.selection_counts(inputs, fig_dir / "selection_counts.png",
@@ -124,7 +125,11 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         "",
         ("Figure 4: (a) validation score against cumulative rollouts (from 0: validation "
          "before training); (b) cumulative rollouts against step, DAPO vs VADE (and DIVA-GRPO, "
-         "whose variants count as rollouts, where run)."),
+         "whose variants count as rollouts, where run). The initial difficulty rollouts (G per "
+         "training sample, Algorithm 1 lines 1-2) are "
+         + ("included in the cost of the methods that start from them"
+            if cfg.initial_rollouts_on_cost_axis else "not counted")
+         + " (report.initial_rollouts_on_cost_axis); the headline gives VADE's ratio both ways."),
         "",
         "## Per-sample difficulty",
         "",

@@ -17,14 +17,18 @@ class ReportConfig:
     """What the report shows and how.
 
     val_metric / grad_norm_metric: names in the runs' ``metrics`` table (or MLflow) for the
-    validation score and the actor gradient norm (verl logs ``actor/grad_norm``; its validation
-    score is ``val-core/<source>/acc/mean@n``: name it here for verl runs).
+    validation score and the actor gradient norm (verl logs ``actor/grad_norm``; its per-source
+    ``val-core/<source>/acc/mean@n`` are pooled into ``val/acc`` by ``vade.train.verl.launch``,
+    so the default serves both backends).
     headline_fraction: the share of DAPO's peak validation score VADE must reach (paper: 0.995).
     paper_comparison: print the paper's numbers beside ours (set it in the paper's config).
     heatmap_samples: how many items the posterior heatmap shows (drawn with ``seed``).
     heatmap_run: the run whose posteriors the heatmap shows (default: the first VADE run).
     difficulty_buckets: inner edges on initial accuracy r/G; 0 and 1 are buckets of their own.
     benchmarks: column order of the benchmark tables (default: the order found, paper's first).
+    initial_rollouts_on_cost_axis: Figure 4 adds the initial difficulty rollouts (G per sample,
+    Algorithm 1 lines 1-2) to the cost of the methods that start from them; the headline shows
+    its ratio both ways regardless.
     """
 
     val_metric: str = "val/acc"
@@ -37,6 +41,7 @@ class ReportConfig:
     benchmarks: tuple[str, ...] | None = None
     seed: int = 0
     decimals: int = 2
+    initial_rollouts_on_cost_axis: bool = False
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> ReportConfig:
@@ -51,9 +56,9 @@ class ReportConfig:
             if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1:
                 raise ValueError(f"report.headline_fraction must be in (0, 1], got {f!r}")
             v["headline_fraction"] = float(f)
-        if "paper_comparison" in v and not isinstance(v["paper_comparison"], bool):
-            raise ValueError("report.paper_comparison must be true or false, "
-                             f"got {v['paper_comparison']!r}")
+        for key in ("paper_comparison", "initial_rollouts_on_cost_axis"):
+            if key in v and not isinstance(v[key], bool):
+                raise ValueError(f"report.{key} must be true or false, got {v[key]!r}")
         for key, lo, hi in (("heatmap_samples", 1, 1000), ("seed", 0, 2**32 - 1),
                             ("decimals", 0, 6)):
             if key in v:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from vade.report.collect import Inputs
@@ -90,7 +91,9 @@ def seed_band(curves: Sequence, x: str) -> tuple:
 
 
 def _panel(ax, inputs: Inputs, model: str, algo: str, methods: Sequence[str], metric: str,
-           x: str, ylabel: str, score: bool) -> None:
+           x: str, ylabel: str, score: bool, initial: bool = False) -> None:
+    """``initial``: add each run's initial difficulty rollouts to its cost (x = rollouts, or
+    the cumulative-rollouts curve itself)."""
     missing = []
     by_method: dict[str, list] = {}
     for key in inputs.run_keys():
@@ -100,6 +103,11 @@ def _panel(ax, inputs: Inputs, model: str, algo: str, methods: Sequence[str], me
         if curve is None or curve.step.size == 0:
             missing.append(key.run_id)
             continue
+        if initial:  # the run's initial difficulty rollouts count as spent before step 1
+            offset = inputs.initial_rollouts_of(key) or 0
+            curve = replace(curve, rollouts=curve.rollouts + offset,
+                            value=curve.value + offset if metric == "rollouts_cumulative"
+                            else curve.value)
         by_method.setdefault(key.method, []).append((key, curve))
     over_seeds = any(len(v) > 1 for v in by_method.values())
     for method, runs in by_method.items():
@@ -147,7 +155,8 @@ def _min_span(ax, span: float) -> None:
 
 
 def _grid(inputs: Inputs, methods: Sequence[str], panels: Sequence[tuple[str, str, str]],
-          title: str, path: Path, score_metric: str | None = None) -> Path:
+          title: str, path: Path, score_metric: str | None = None,
+          initial: bool = False) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -165,7 +174,7 @@ def _grid(inputs: Inputs, methods: Sequence[str], panels: Sequence[tuple[str, st
     for row, (model, algo) in enumerate(pairs):
         for col, (metric, x, ylabel) in enumerate(panels):
             _panel(axes[row][col], inputs, model, algo, methods, metric, x, ylabel,
-                   score=metric == score_metric)
+                   score=metric == score_metric, initial=initial)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return save(fig, path)
@@ -187,9 +196,14 @@ def figure3(inputs: Inputs, path: Path, val_metric: str, grad_metric: str) -> Pa
                  "Figure 3: training dynamics, vanilla vs VADE", path, score_metric=val_metric)
 
 
-def figure4(inputs: Inputs, path: Path, val_metric: str) -> Path:
-    """Validation score vs cumulative rollouts; cumulative rollouts vs step (paper Figure 4)."""
+def figure4(inputs: Inputs, path: Path, val_metric: str, initial: bool = False) -> Path:
+    """Validation score vs cumulative rollouts; cumulative rollouts vs step (paper Figure 4).
+    ``initial``: the cost of methods that start from the initial difficulty estimate includes
+    its rollouts (the title says which)."""
+    title = "Figure 4: DAPO vs VADE rollout efficiency" + (
+        " (incl. initial difficulty rollouts)" if initial
+        else " (initial difficulty rollouts not counted)")
     return _grid(inputs, ("dapo", "vade", *DIVA),
                  [(val_metric, "rollouts", "validation score"),
                   ("rollouts_cumulative", "step", "cumulative rollouts")],
-                 "Figure 4: DAPO vs VADE rollout efficiency", path, score_metric=val_metric)
+                 title, path, score_metric=val_metric, initial=initial)

@@ -261,6 +261,28 @@ class RunStore:
 
         self._transaction(work)
 
+    def add_rollouts(self, step: int, extra: int, metrics: Mapping[str, float] | None = None,
+                     ) -> None:
+        """Charge ``extra`` rollouts generated after step ``step`` trained (a run stopped in
+        the middle of its next step) to that step, with ``metrics`` describing them."""
+        step, extra = int(step), int(extra)
+        if extra < 0:
+            raise ValueError(f"extra rollouts must be >= 0, got {extra}")
+        values = _metric_values(metrics)
+
+        def work() -> None:
+            changed = self.con.execute(
+                "UPDATE steps SET rollouts = rollouts + ? WHERE run_id = ? AND step = ? "
+                "RETURNING step", [extra, self.run_id, step]).fetchall()
+            if not changed:
+                raise ValueError(f"run {self.run_id} has no step {step} to charge rollouts to")
+            for name in values:
+                self.con.execute("DELETE FROM metrics WHERE run_id = ? AND step = ? AND name = ?",
+                                 [self.run_id, step, name])
+            self._insert_metrics(step, values)
+
+        self._transaction(work)
+
     def truncate_after(self, step: int) -> None:
         """Forget steps after ``step`` (resuming from a checkpoint taken at ``step``)."""
         def work() -> None:

@@ -22,8 +22,9 @@ override tests in ``tests/test_verl_overrides.py`` against the new config tree.
 Modules: ``sampler`` (the plugin), ``batch`` (verl batch -> per-sample r, G), ``difficulty``
 (sample ids, initial posterior), ``persist`` (per-step sampler state files), ``settings`` (the
 ``data.sampler.vade`` block), ``config`` (``train.verl``, ``dapo``), ``overrides`` (Hydra
-overrides), ``launch`` (run one cell), ``dapo_entry`` (capped DAPO), ``rollouts`` (rollouts per
-step from recorded metrics), ``recipe`` (the verl-recipe checkout). Only ``sampler`` imports
-verl at import time
-(``dapo_entry`` imports verl and the recipe inside ``main``).
+overrides), ``launch`` (run one cell), ``ppo_entry`` (verl's entry, the sampler observing each
+batch before the checkpoint), ``dapo_entry`` (capped DAPO), ``dapo_cap`` (the global generation
+budget, counted across resumes), ``rollouts`` (rollouts per step from recorded metrics),
+``validation`` (the pooled ``val/acc``), ``recipe`` (the verl-recipe checkout). Only ``sampler``
+imports verl at import time (the entries import verl and the recipe inside ``main``).
 """

@@ -3,23 +3,40 @@
 Run as ``python -m vade.train.verl.dapo_entry <overrides>`` (``vade.train.verl.launch`` does).
 It is verl-recipe's own entry (``recipe.dapo.main_dapo``: its ``dapo_trainer`` config, its
 ``DAPOTaskRunner``, its ``RayDAPOTrainer``) with one trainer subclass swapped in. Nothing of the
-recipe is copied; it must be importable as ``recipe`` (see ``vade.train.verl.recipe``).
+recipe is copied; it must be importable as ``recipe`` (see ``vade.train.verl.recipe``). The
+subclass only overrides hooks (``_load_checkpoint``, ``_save_checkpoint``, ``_update_actor``)
+and wraps ``fit``; the recipe's loop itself runs unchanged.
 
 The cap. The paper limits DAPO's generation to three times the rollouts of the other methods.
 verl-recipe's only limit is per step (``max_num_gen_batches``), and it raises ``ValueError``.
-Here the cap is global and enforced with verl's own mechanics: every generation batch consumes
-one dataloader batch, so ``trainer.total_epochs = ceil(factor x epochs)`` makes the dataloader run
-dry after factor x (steps of a normal run) generation batches, and ``total_training_steps`` (set
-below to the normal run's step count, from the filtered dataset's length) ends a run that trains
-all its steps first. Either way the recipe's loop ends normally; this wrapper then writes
-``stop.json`` with the reason (``completed`` / ``rollout_cap``). If a per-step limit is also set
-(``dapo.max_num_gen_batches`` > 0) and hit, the recipe's ``ValueError`` is caught, a checkpoint is
-saved and the reason is ``max_gen_batches``: a logged stop, not a crash.
+Here the cap is global: the train dataloader is wrapped in ``vade.train.verl.dapo_cap.
+BudgetedLoader``, which counts generation batches over the whole run (saved in verl's ``data.pt``
+with the dataloader state, so it survives a resume) and ends iteration when the budget cannot pay
+for another batch; ``total_training_steps`` (set to the normal run's step count) ends a run that
+trains all its steps first. The epoch count (``ceil(factor x epochs)`` from the overrides) is
+raised so that it never binds before the budget. Either way the recipe's loop ends normally;
+this wrapper then
+
+* charges the generation batches of the last, unfinished step (drawn, rolled out, never trained
+  on) to the last trained step in the history (``train/num_gen_batches_unfinished``);
+* names the final checkpoint after the last *trained* step (the recipe names it
+  ``global_step_<k+1>`` after k trained steps), so ``steps_trained`` in ``stop.json`` and the
+  checkpoint agree;
+* runs a final validation when the last trained step had none (the recipe validates only at
+  ``test_freq`` and at ``total_training_steps``), appended to verl's file log at that step and
+  sent to MLflow;
+* writes ``stop.json`` with the reason (``completed`` / ``rollout_cap`` / ``max_gen_batches``)
+  and the counts.
+
+If a per-step limit is also set (``dapo.max_num_gen_batches`` > 0) and hit, the recipe's
+``ValueError`` is caught, a checkpoint is saved and the reason is ``max_gen_batches``: a logged
+stop, not a crash.
 
 Logging. ``RayDAPOTrainer`` never calls a curriculum sampler, so the subclass records each step
 in ``_update_actor`` (once per training step, on the kept batch): r and G per kept sample into the
 run's DuckDB file, with ``rollouts_generated`` = generation batches of the step (the same count
-as the recipe's ``train/num_gen_batches``) x gen batch size x n.
+as the recipe's ``train/num_gen_batches``) x gen batch size x n. On resume the history after the
+checkpoint's step is deleted (that attempt's later steps are replayed).
 """
 
 from __future__ import annotations
@@ -35,16 +52,22 @@ import numpy as np
 
 from vade.sampling.observation import Observation
 from vade.train.verl.batch import group_by_sample
-from vade.train.verl.rollouts import rollouts_for
+from vade.train.verl.dapo_cap import BudgetedLoader, generation_budget
+from vade.train.verl.rollouts import GEN_BATCHES, append_metric_record, rollouts_for
 
 __all__ = ["DapoRecorder", "capped_trainer_class", "main"]
 
 log = logging.getLogger(__name__)
 STOP_REASONS = ("completed", "rollout_cap", "max_gen_batches")
+UNFINISHED = "train/num_gen_batches_unfinished"
 
 
 class DapoRecorder:
-    """Per-step DuckDB (and MLflow) records of a DAPO run, and its stop reason."""
+    """Per-step DuckDB (and MLflow) records of a DAPO run, and its stop reason.
+
+    ``counted`` is the run's generation-batch counter (``BudgetedLoader.used``) as of the last
+    recorded step: a step's own count is the difference.
+    """
 
     def __init__(self, settings: dict[str, Any], *, sample_ids: np.ndarray, batch_size: int,
                  gen_batch_size: int, n: int) -> None:
@@ -53,9 +76,8 @@ class DapoRecorder:
         self.settings = settings
         self.gen_batch_size = int(gen_batch_size)
         self.n = int(n)
-        self.last_gen_steps = 0
+        self.counted = 0
         self.last_step = 0
-        self.total_gen_batches = 0
         self.store = RunStore(settings["store"], settings["run_id"])
         size = int(sample_ids.max()) + 1
         self.store.start_run(method="dapo", config={"vade_dapo": settings}, sampler_config={
@@ -63,28 +85,43 @@ class DapoRecorder:
         self.store.log_initial_state(None, None, n_samples=size)
         self.tracker = None
 
-    def record(self, step: int, batch: Any, gen_steps: int) -> Observation:
-        """Step ``step`` trained on ``batch``; ``gen_steps`` is the trainer's running count of
-        generation batches in this process (so the step's own count is the difference)."""
-        gen_batches = int(gen_steps) - self.last_gen_steps
+    def resume(self, step: int, gen_batches_used: int) -> None:
+        """Continue after the checkpoint of ``step`` (0: a fresh start): forget later steps."""
+        self.store.truncate_after(int(step))
+        self.last_step = int(step)
+        self.counted = int(gen_batches_used)
+
+    def gen_batches_through(self, step: int) -> int:
+        """Generation batches the history records for steps <= ``step`` (for checkpoints
+        written before the count was saved with them)."""
+        row = self.store.con.execute(
+            "SELECT coalesce(sum(value), 0) FROM metrics WHERE run_id = ? AND step <= ? "
+            "AND name IN (?, ?)", [self.store.run_id, int(step), GEN_BATCHES, UNFINISHED]
+        ).fetchone()
+        return int(row[0])
+
+    def record(self, step: int, batch: Any, gen_batches_used: int) -> Observation:
+        """Step ``step`` trained on ``batch`` after ``gen_batches_used`` generation batches in
+        the whole run."""
+        gen_batches = int(gen_batches_used) - self.counted
         if gen_batches < 1:
             raise ValueError(f"step {step}: generation batch counter did not advance "
-                             f"({self.last_gen_steps} -> {gen_steps})")
-        self.last_gen_steps = int(gen_steps)
+                             f"({self.counted} -> {gen_batches_used})")
+        self.counted = int(gen_batches_used)
         ev = group_by_sample(batch)
         nan = np.full(ev.ids.shape, np.nan)
         obs = Observation(step=int(step), indices=ev.ids, correct=ev.correct,
                           rollouts=ev.rollouts, p_drawn=nan, gain=nan.copy())
         generated = rollouts_for(gen_batches, self.gen_batch_size, self.n)
         self.store.log_step(obs, rollouts_generated=generated,
-                            metrics={"train/num_gen_batches": float(gen_batches)})
-        self.total_gen_batches += gen_batches
+                            metrics={GEN_BATCHES: float(gen_batches)})
         self.last_step = int(step)
-        self._track({"vade/effective_ratio": obs.effective_ratio,
-                     "vade/rollouts_generated": float(generated)}, int(step))
+        self.track({"vade/effective_ratio": obs.effective_ratio,
+                    "vade/rollouts_generated": float(generated)}, int(step))
         return obs
 
-    def _track(self, metrics: dict[str, float], step: int) -> None:
+    def track(self, metrics: dict[str, float], step: int) -> None:
+        """MLflow (verl's run, reopened by name); a failure is logged, never fatal."""
         uri = self.settings.get("tracking_uri")
         if not uri:
             return
@@ -99,12 +136,26 @@ class DapoRecorder:
             log.warning("MLflow logging disabled after error: %s", exc)
             self.settings = dict(self.settings, tracking_uri=None)
 
-    def finish(self, reason: str, total_training_steps: int) -> dict[str, Any]:
+    def finish(self, reason: str, total_training_steps: int, *, gen_batches_used: int,
+               gen_batch_limit: int) -> dict[str, Any]:
+        """Charge the unfinished step's batches, write ``stop.json``, close the history."""
         if reason not in STOP_REASONS:
             raise ValueError(f"unknown stop reason {reason!r}")
+        used = int(gen_batches_used)
+        unfinished = used - self.counted
+        if unfinished < 0:
+            raise ValueError(f"generation batch counter went back ({self.counted} -> {used})")
+        per_batch = self.gen_batch_size * self.n
+        if unfinished and self.last_step > 0:
+            self.store.add_rollouts(self.last_step, unfinished * per_batch,
+                                    {UNFINISHED: float(unfinished)})
+            self.counted = used
         info = {"reason": reason, "steps_trained": self.last_step,
                 "total_training_steps": int(total_training_steps),
-                "gen_batches_this_attempt": self.total_gen_batches}
+                "gen_batches_used": used, "gen_batches_unfinished": unfinished,
+                "gen_batch_limit": int(gen_batch_limit),
+                "rollouts_generated": used * per_batch,
+                "rollout_budget_batches": int(gen_batch_limit) * per_batch}
         path = Path(self.settings["stop_file"])
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(info, indent=2))
@@ -128,23 +179,60 @@ def capped_trainer_class(base: type) -> type:
 
             cap = config.vade_dapo
             dataset = kwargs["train_dataset"]
-            gen_bsz = int(config.data.get("gen_batch_size") or config.data.train_batch_size)
-            steps = (len(dataset) // int(config.data.train_batch_size)) * int(cap.base_epochs)
+            bsz = int(config.data.train_batch_size)
+            gen_bsz = int(config.data.get("gen_batch_size") or bsz)
+            n = int(config.actor_rollout_ref.rollout.n)
+            steps = (len(dataset) // bsz) * int(cap.base_epochs)
             expected = math.ceil(float(cap.max_rollout_factor) * int(cap.base_epochs))
             if int(config.trainer.total_epochs) != expected:
                 raise ValueError(f"trainer.total_epochs = {config.trainer.total_epochs}, but the "
                                  f"rollout cap needs {expected} (= ceil(factor x epochs))")
             config.trainer.total_training_steps = steps
             super().__init__(config, *args, **kwargs)
+            _, limit = generation_budget(dataset_size=len(dataset), train_batch_size=bsz,
+                                         gen_batch_size=gen_bsz, n=n,
+                                         base_epochs=int(cap.base_epochs),
+                                         factor=float(cap.max_rollout_factor))
+            self.train_dataloader = BudgetedLoader(self.train_dataloader, limit)
+            # the budget, not the epoch loop, is the bound (also on resume, where the recipe
+            # restarts its epoch count from training steps)
+            per_epoch = max(len(self.train_dataloader), 1)
+            self.config.trainer.total_epochs = max(expected, math.ceil(limit / per_epoch) + 1)
             self._vade = DapoRecorder(dict(cap), sample_ids=dataset_sample_ids(dataset),
-                                      batch_size=int(config.data.train_batch_size),
-                                      gen_batch_size=gen_bsz,
-                                      n=int(config.actor_rollout_ref.rollout.n))
+                                      batch_size=bsz, gen_batch_size=gen_bsz, n=n)
+
+        def _load_checkpoint(self) -> Any:
+            out = super()._load_checkpoint()
+            loader = self.train_dataloader
+            if loader.used is None:
+                loader.used = self._vade.gen_batches_through(self.global_steps)
+                log.warning("checkpoint of step %d has no generation batch count: %d from the "
+                            "history", self.global_steps, loader.used)
+            self._vade.resume(self.global_steps, loader.used)
+            return out
+
+        def _save_checkpoint(self) -> Any:
+            # stopped inside a step that never trained: the weights are those of the last
+            # trained step, and so is the checkpoint's name
+            self.global_steps = min(self.global_steps, self._vade.last_step)
+            return super()._save_checkpoint()
 
         def _update_actor(self, batch: Any) -> Any:
             out = super()._update_actor(batch)
-            self._vade.record(self.global_steps, batch, self.gen_steps)
+            self._vade.record(self.global_steps, batch, self.train_dataloader.used)
             return out
+
+        def _final_validation(self) -> None:
+            step = self._vade.last_step
+            freq = int(self.config.trainer.get("test_freq", -1) or -1)
+            if step < 1 or freq <= 0 or step % freq == 0:
+                return  # nothing trained, validation off, or step already validated
+            metrics = self._validate()
+            path = os.environ.get("VERL_FILE_LOGGER_PATH")
+            if path and "file" in list(self.config.trainer.logger):
+                append_metric_record(path, step, metrics)
+            self._vade.track({k: float(v) for k, v in metrics.items()
+                              if isinstance(v, (int, float, np.floating))}, step)
 
         def fit(self) -> None:
             try:
@@ -157,7 +245,11 @@ def capped_trainer_class(base: type) -> type:
             else:
                 done = self._vade.last_step >= self.total_training_steps
                 reason = "completed" if done else "rollout_cap"
-            self._vade.finish(reason, self.total_training_steps)
+            if reason != "completed":
+                self._final_validation()
+            self._vade.finish(reason, self.total_training_steps,
+                              gen_batches_used=self.train_dataloader.used,
+                              gen_batch_limit=self.train_dataloader.limit)
 
     return CappedDAPOTrainer
 

@@ -1,8 +1,11 @@
 """Launch one verl run (a Table-1/Table-2 cell) from the project config.
 
 ``launch(config, algorithm=, method=, seed=, model=, data_dir=, difficulty=, out_dir=)`` builds
-``python -m verl.trainer.main_ppo <overrides>`` (``vade.train.verl.dapo_entry`` for DAPO), runs
-it with its output streamed to the terminal and to ``<out_dir>/train.log``, and on success copies
+``python -m vade.train.verl.ppo_entry <overrides>`` (verl's ``main_ppo`` with the sampler observing
+each batch before the checkpoint; ``vade.train.verl.dapo_entry`` for DAPO), runs
+it with its output streamed to the terminal and to ``<out_dir>/train.log``, pools verl's
+per-source validation scores into ``val/acc`` / ``val/n`` in the run's history and MLflow
+(``vade.train.verl.validation``; also after a failed attempt), and on success copies
 the last checkpoint's Hugging Face model to ``<out_dir>/final/`` and writes ``done.json`` last,
 atomically (the Snakemake output). ``dry_run=True`` only prints and returns the command.
 
@@ -136,6 +139,21 @@ def _copy_final(out_dir: Path) -> Path:
     return final
 
 
+def _pool_validation(spec: RunSpec, tracking_uri: str | None, config: Mapping[str, Any]) -> None:
+    """``val/acc`` and ``val/n`` from every attempt's verl metrics into the run's history and
+    MLflow (``vade.train.verl.validation``): the score the report reads."""
+    from vade.train.verl.validation import pool_run_validation, val_item_counts
+
+    files = sorted((spec.out_dir / "verl-metrics").glob("attempt-*.jsonl"),
+                   key=lambda p: int(p.stem.split("-")[1]))
+    if not files:
+        return
+    counts = val_item_counts(spec.data_dir / "val.parquet")
+    _, experiment = _tracking(config, spec.name)
+    pool_run_validation(files, counts, store=spec.out_dir / "history.duckdb", run_id=spec.run_id,
+                        tracking_uri=tracking_uri, experiment=experiment)
+
+
 def launch(config: Mapping[str, Any], *, algorithm: str, method: str, seed: int, model: str,
            data_dir: str | Path, difficulty: str | Path | None, out_dir: str | Path,
            dry_run: bool = False) -> list[str]:
@@ -157,6 +175,12 @@ def launch(config: Mapping[str, Any], *, algorithm: str, method: str, seed: int,
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(locate()), env.get("PYTHONPATH"))
                                             if p)
     rc = _stream(cmd, env, out / "train.log")
+    try:
+        _pool_validation(spec, extra_env.get("MLFLOW_TRACKING_URI"), config)
+    except Exception as exc:
+        if rc == 0:
+            raise
+        print(f"pooled validation not written: {exc}", file=sys.stderr)
     if rc != 0:
         raise RuntimeError(f"verl exited with status {rc} (see {out / 'train.log'})")
     final = _copy_final(out)

@@ -33,7 +33,7 @@ from vade.train.verl.config import ALGORITHMS, DapoSettings, VerlConfig
 __all__ = ["ENTRY_DAPO", "ENTRY_PPO", "METHODS_VERL", "RunSpec", "build_overrides",
            "reward_entry_path"]
 
-ENTRY_PPO = "verl.trainer.main_ppo"
+ENTRY_PPO = "vade.train.verl.ppo_entry"
 ENTRY_DAPO = "vade.train.verl.dapo_entry"
 METHODS_VERL = tuple(METHODS) + ("dapo",)
 SAMPLER_CLASS_PATH = "pkg://vade.train.verl.sampler"

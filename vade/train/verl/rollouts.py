@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-__all__ = ["GEN_BATCHES", "cumulative_rollouts", "read_metric_log", "rollouts_for",
-           "rollouts_per_step"]
+__all__ = ["GEN_BATCHES", "append_metric_record", "cumulative_rollouts", "read_metric_log",
+           "rollouts_for", "rollouts_per_step"]
 
 GEN_BATCHES = "train/num_gen_batches"
 
@@ -34,6 +35,16 @@ def rollouts_for(num_gen_batches: int, gen_batch_size: int, n: int) -> int:
         if isinstance(value, bool) or int(value) != value or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(num_gen_batches) * int(gen_batch_size) * int(n)
+
+
+def append_metric_record(path: str | Path, step: int, data: Mapping[str, Any]) -> None:
+    """Append one record in the file logger's format (numbers only), e.g. a validation run
+    after verl's loop returned. Only safe once verl no longer writes the file (its logger keeps
+    its own file offset)."""
+    values = {str(k): float(v) for k, v in data.items()
+              if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)}
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"step": int(step), "data": values}) + "\n")
 
 
 def read_metric_log(paths: Iterable[str | Path]) -> dict[int, dict[str, float]]:

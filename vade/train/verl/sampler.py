@@ -17,11 +17,14 @@ How the pieces fit verl's loop (checked against 0.7.1's ``ray_trainer.fit``):
 * ``update`` groups rows by ``extra_info.index`` (``vade.train.verl.batch``), calls the wrapped
   ``vade.sampling`` sampler's ``observe``, and logs the step (effective gradient ratio, r, G,
   posterior before/after) to the run's DuckDB file and to MLflow.
-* Resume: verl checkpoints before it calls ``update`` (see ``vade.train.verl.persist``). The
-  ``state_dict`` saved in ``data.pt`` therefore says "batch k drawn, not yet observed";
-  ``load_state_dict`` then loads the state file written after update k, checks that it observed
-  the same batch, and continues from there. Without that file (a crash between the checkpoint and
-  the update) the step's evidence is gone: the posterior resumes without it and a warning says so.
+* Resume: plain verl checkpoints before it calls ``update`` (see ``vade.train.verl.persist``).
+  The ``state_dict`` saved in ``data.pt`` then says "batch k drawn, not yet observed";
+  ``load_state_dict`` loads the state file written after update k, checks that it observed the
+  same batch, and continues from there. Without that file (a crash between the checkpoint and
+  the update) the step's evidence is gone: the posterior resumes without it and a warning says
+  so. The project's entry ``vade.train.verl.ppo_entry`` closes that gap: it observes each batch
+  right after the actor update, before verl's checkpoint, so ``data.pt`` itself holds the
+  posterior after step k (verl's later ``update`` call of the step is then a no-op).
 """
 
 from __future__ import annotations
@@ -85,6 +88,7 @@ class VadeCurriculumSampler(AbstractCurriculumSampler):
         self.current = np.empty(0, np.int64)   # the batch being handed out (positions)
         self.pending = False                   # current batch drawn but not yet observed
         self.updates = 0                       # = verl's global step of the last update
+        self._observed_batch: int | None = None  # id() of the batch of the last update
         self._select_seconds = 0.0
         self.files = StateFiles(s.state_dir, keep_every=s.keep_every)
         self._store = None
@@ -111,7 +115,14 @@ class VadeCurriculumSampler(AbstractCurriculumSampler):
         self.position, self.epoch = 0, self.epoch + 1
 
     def update(self, batch: Any) -> None:
-        """Observe one step's rollouts (grouped by ``extra_info.index``) and log the step."""
+        """Observe one step's rollouts (grouped by ``extra_info.index``) and log the step.
+
+        A second call with the same batch in the same step is a no-op: ``vade.train.verl.
+        ppo_entry`` observes each batch before verl's checkpoint, and verl's loop then calls
+        ``update`` again at the end of the step.
+        """
+        if not self.pending and self._observed_batch == id(batch):
+            return
         t0 = time.perf_counter()
         ev = group_by_sample(batch)
         try:
@@ -122,6 +133,7 @@ class VadeCurriculumSampler(AbstractCurriculumSampler):
         obs = self.inner.observe(positions, ev.correct, ev.rollouts)
         self.updates += 1
         self.pending = False
+        self._observed_batch = id(batch)
         seconds = self._select_seconds + time.perf_counter() - t0
         self.files.write(self.updates, self._state(post_update_of=positions))
         record = replace(obs, step=self.updates, indices=self.sample_ids[positions])

@@ -1,0 +1,84 @@
+"""verl's PPO entry with one change: the VADE sampler observes each batch before the checkpoint.
+
+Run as ``python -m vade.train.verl.ppo_entry <overrides>`` (``vade.train.verl.launch`` does, for
+every method except DAPO). It is ``verl.trainer.main_ppo`` itself (its Hydra config
+``ppo_trainer``, its ``TaskRunner``, ``run_ppo``) with ``RayPPOTrainer`` replaced, inside the
+task runner's process, by a subclass that overrides one hook.
+
+Why. verl 0.7.1's ``fit`` saves the checkpoint of step k (``data.pt`` with the sampler's state)
+after the actor update and before it calls ``sampler.update(batch)``. A job killed in between
+(preemption, the 48 h limit) resumes from a checkpoint whose policy was trained on step k but
+whose sampler never saw step k's rewards: that evidence is lost, and the run's selections and
+history diverge from an uninterrupted run. The subclass calls ``sampler.update(batch)`` right
+after ``_update_actor`` (the batch then holds its rewards and ``acc``), so the checkpoint holds
+the posterior after step k; verl's own call later in the step is a no-op (the sampler skips a
+batch it has just observed). ``fit`` itself is not touched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["install", "main", "observe_before_checkpoint"]
+
+_FLAG = "_vade_observes_before_checkpoint"
+
+
+def observe_before_checkpoint(base: type) -> type:
+    """``base`` (``RayPPOTrainer`` or a subclass) observing the batch in ``_update_actor``."""
+    from verl.experimental.dataset.sampler import AbstractCurriculumSampler
+
+    class VadePPOTrainer(base):  # type: ignore[misc, valid-type]
+        def _update_actor(self, batch: Any) -> Any:
+            out = super()._update_actor(batch)
+            sampler = getattr(self.train_dataloader, "sampler", None)
+            if isinstance(sampler, AbstractCurriculumSampler):
+                sampler.update(batch=batch)
+            return out
+
+    setattr(VadePPOTrainer, _FLAG, True)
+    VadePPOTrainer.__name__ = VadePPOTrainer.__qualname__ = f"Vade{base.__name__}"
+    return VadePPOTrainer
+
+
+def install() -> type:
+    """Swap ``verl.trainer.main_ppo.RayPPOTrainer`` (the name ``TaskRunner.run`` builds) for the
+    subclass, once per process; returns the class now in place."""
+    from verl.trainer import main_ppo
+
+    if not getattr(main_ppo.RayPPOTrainer, _FLAG, False):
+        main_ppo.RayPPOTrainer = observe_before_checkpoint(main_ppo.RayPPOTrainer)
+    return main_ppo.RayPPOTrainer
+
+
+def _task_runner_class() -> type:
+    from verl.trainer.main_ppo import TaskRunner
+
+    class VadeTaskRunner(TaskRunner):
+        def run(self, config: Any) -> Any:
+            install()  # in the Ray actor's process, where the trainer is built
+            return super().run(config)
+
+    return VadeTaskRunner
+
+
+def main() -> None:
+    import hydra
+    import ray
+    import verl
+    from verl.experimental.reward_loop import migrate_legacy_reward_impl
+    from verl.trainer.main_ppo import run_ppo
+    from verl.utils.device import auto_set_device
+
+    def _run(config: Any) -> None:
+        auto_set_device(config)
+        config = migrate_legacy_reward_impl(config)
+        run_ppo(config, task_runner_class=ray.remote(num_cpus=1)(_task_runner_class()))
+
+    config_dir = Path(verl.__file__).resolve().parent / "trainer" / "config"
+    hydra.main(config_path=str(config_dir), config_name="ppo_trainer", version_base=None)(_run)()
+
+
+if __name__ == "__main__":
+    main()

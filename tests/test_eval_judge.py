@@ -16,12 +16,14 @@ import pytest
 from vade.eval.config import JudgeConfig
 from vade.eval.judge import judge_env, running_judge, wait_ready
 
-# The stub, as a script: also run as a separate process for the `serve` mode.
+# The stub, as a script: also run as a separate process for the `serve` mode (argv: port,
+# served name, and optionally how many chat completions it answers before failing every later one).
 STUB = r'''
 import json, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SERVED = sys.argv[2] if len(sys.argv) > 2 else "judge"
+OK = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3].isdigit() else 10**9
 SEEN = []
 
 class Handler(BaseHTTPRequestHandler):
@@ -47,6 +49,8 @@ class Handler(BaseHTTPRequestHandler):
         SEEN.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
         if self.path.rstrip("/") != "/v1/chat/completions":
             return self._send(404, {"error": "not found"})
+        if len(SEEN) > OK:
+            return self._send(500, {"error": {"message": "CUDA out of memory"}})
         self._send(200, {"id": "c1", "object": "chat.completion", "created": 0,
                          "model": body.get("model"),
                          "choices": [{"index": 0, "finish_reason": "stop",
@@ -87,7 +91,7 @@ def test_judge_env_names_the_base_url_key_and_model():
         "API_TYPE": "openai", "OPENAI_API_URL": "http://h:9/v1", "OPENAI_API_KEY": "sk-1",
         "MODEL_VERSION": "qwen72b"}
     assert judge_env(JudgeConfig(port=8123), {})["OPENAI_API_URL"] == "http://127.0.0.1:8123/v1"
-    assert judge_env(JudgeConfig(), {})["OPENAI_API_KEY"] == "EMPTY"
+    assert judge_env(JudgeConfig(port=8000), {})["OPENAI_API_KEY"] == "EMPTY"
 
 
 def test_wait_ready_accepts_the_served_name_only(stub):
@@ -126,14 +130,18 @@ def test_served_judge_is_started_waited_for_and_stopped(tmp_path, monkeypatch):
     script.write_text(STUB)
     cfg = JudgeConfig(mode="serve", port=port, served_name="j72", ready_timeout_s=30)
     monkeypatch.delenv("OPENAI_API_URL", raising=False)
-    with running_judge(cfg, tmp_path / "judge.log",
-                       command=[sys.executable, str(script), str(port), "j72"]) as env:
+    with running_judge(cfg, tmp_path / "judge.log", tag="t-r0",
+                       command=[sys.executable, str(script), "{port}", "{served_name}"]) as h:
         import os
 
-        url = f"http://127.0.0.1:{port}/v1"
-        assert os.environ["OPENAI_API_URL"] == env["OPENAI_API_URL"] == url
+        env = h.env
+        # lmms-eval is pointed at the counting relay in front of the judge on `port`
+        assert os.environ["OPENAI_API_URL"] == env["OPENAI_API_URL"] != f"http://127.0.0.1:{port}/v1"
         with urllib.request.urlopen(env["OPENAI_API_URL"] + "/models", timeout=5) as r:
-            assert json.loads(r.read())["data"][0]["id"] == "j72"
+            served = json.loads(r.read())["data"][0]["id"]
+        assert served == env["MODEL_VERSION"] and served.startswith("j72-t-r0-")  # unique
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=5) as r:
+            assert json.loads(r.read())["data"][0]["id"] == served
     assert "OPENAI_API_URL" not in os.environ  # restored
     with pytest.raises(OSError):  # the server is gone
         urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
@@ -156,7 +164,7 @@ def test_vade_judge_serve_writes_ready_file_and_stops_on_sigterm(tmp_path):
     script = tmp_path / "stub.py"
     script.write_text(STUB)
     cfg = {"evaluate": {"judge": {"mode": "serve", "port": port, "served_name": "j",
-                                  "command": [sys.executable, str(script), str(port), "j"]}}}
+                                  "command": [sys.executable, str(script), "{port}", "j"]}}}
     ready = tmp_path / "judge.json"
     proc = subprocess.Popen([sys.executable, "-m", "vade", "judge", "serve", "--config-json",
                              json.dumps(cfg), "--ready-file", str(ready)],

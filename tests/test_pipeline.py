@@ -3,7 +3,7 @@
 One module-scoped run of ``config/tiny.yaml`` at smoke scale (the same stages, models, methods and
 algorithms; fewer rows, warm-start and training steps, so CI stays well inside its time) in a clean
 copy of the repository (a fresh clone's files; the checkout's own data/, results/ and reports/ are
-never touched): data -> tiny model -> initial difficulty -> 6 training runs -> 7 evaluations ->
+never touched): data -> tiny model -> initial difficulty -> 6 training runs -> 7 evaluations (one job per repeat, then a merge) ->
 report, plus the sampler lab. Then, against that completed run:
 nothing to do when nothing changed, nor after moving the whole clone elsewhere; a changed VADE
 lambda reruns only the VADE runs and what depends on them, with Snakemake's reason; a changed
@@ -117,7 +117,8 @@ def test_changed_vade_lambda_reruns_only_vade_runs(completed: Path) -> None:
     cfg = write_config(completed, "lambda.yaml", lambda c: c["sampler"].update(lambda1=0.3))
     proc = snakemake(completed, "-n", "--configfile", str(cfg.relative_to(completed)))
     assert proc.returncode == 0, proc.stderr
-    assert scheduled(proc) == {"train": 2, "evaluate": 2, "report": 1, "all": 1}
+    assert scheduled(proc) == {"train": 2, "evaluate_repeat": 2, "evaluate": 2, "report": 1,
+                               "all": 1}
     out = proc.stdout + proc.stderr
     reruns = set(re.findall(r"output: results/tiny/runs/([\w.-]+)/done.json", out))
     assert reruns == {"tiny-grpo-vade-s0", "tiny-gspo-vade-s0"}
@@ -133,7 +134,8 @@ def test_changed_evaluation_setting_reruns_no_training(completed: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     jobs = scheduled(proc)
     assert "train" not in jobs and "init_difficulty" not in jobs
-    assert jobs["evaluate"] == 7
+    assert jobs["evaluate"] == 7  # the merges; every repeat job reruns (params) and r1 is new
+    assert jobs["evaluate_repeat"] == 14
 
 
 def test_moved_checkout_reruns_nothing(completed: Path, tmp_path: Path) -> None:

@@ -251,3 +251,42 @@ def test_bench_train_writes_curves_summary_and_plot(data, tmp_path):
     assert summary["vanilla"]["effective_ratio_last"] == pytest.approx(sum(van[2:]) / 2)
     assert summary["vanilla"]["rollouts"] == 4 * 6 * G
     assert summary["dapo"]["rollouts"] >= summary["vanilla"]["rollouts"]
+    phases = list(csv.DictReader((out / "phases.csv").open()))
+    van_phases = {r["phase"]: float(r["seconds_per_step"]) for r in phases
+                  if r["method"] == "vanilla"}
+    assert {"generate", "reward", "actor", "sampler", "log", "step"} <= set(van_phases)
+    assert van_phases == pytest.approx(summary["vanilla"]["phases"])
+
+
+def test_phase_medians_hand_computed():
+    from vade.bench.train import phase_medians
+
+    timing = {"generate": [0.5, 0.1, 0.3], "actor": [0.2, 0.2, 0.8], "validate": [0.0, 0.0, 0.9],
+              "checkpoint": []}
+    got = phase_medians(timing)
+    # per-step totals 0.7, 0.3, 2.0 -> median 0.7; validate is a mean (runs on few steps)
+    assert got == pytest.approx({"generate": 0.3, "actor": 0.2, "validate": 0.3, "step": 0.7})
+
+
+def test_every_step_is_timed_by_phase(data, tmp_path):
+    """done.json's timing_s has one entry per step for every phase; the in-step phases are also
+    step metrics, and they add up to no more than the step's own wall time."""
+    from vade.train.local.timing import PHASES
+
+    out = tmp_path / "toy-grpo-vanilla-s0"
+    done = train_local(_cfg(tmp_path, steps=3, method="vanilla", checkpoint_every=2),
+                       _paths(data, out), progress=False, load_policy=ToyPolicy.load)
+    assert set(done["timing_s"]) == set(PHASES)
+    assert all(len(v) == 3 for v in done["timing_s"].values())
+    assert [v > 0 for v in done["timing_s"]["checkpoint"]] == [False, True, True]  # steps 2, 3
+    assert all(v > 0 for k in ("generate", "reward", "actor", "sampler", "log")
+               for v in done["timing_s"][k])
+    con = duckdb.connect(str(out / "history.duckdb"), read_only=True)
+    rows = con.execute("SELECT step, name, value FROM metrics WHERE name LIKE 'timing_s/%'"
+                       ).fetchall()
+    con.close()
+    m = {(s, n): v for s, n, v in rows}
+    for step in (1, 2, 3):
+        inner = sum(m[(step, f"timing_s/{k}")] for k in ("generate", "reward", "actor",
+                                                        "sampler"))
+        assert 0 < inner <= m[(step, "timing_s/step")] + 1e-9

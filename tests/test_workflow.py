@@ -2,7 +2,8 @@
 
 The paper config must expand to Table 1 (2 models x 2 algorithms x 3 methods) plus the Table 2
 ablations (3 on 7B GRPO): 15 training runs, each asking SLURM for 4 GPUs on one node, 17
-evaluations (15 runs + 2 base models) and one report. A malformed config must stop Snakemake before
+evaluations (15 runs + 2 base models), each four GPU jobs (one per repeat) and a CPU merge, and one
+report. A malformed config must stop Snakemake before
 any job, with the schema's message naming the key.
 
 Every dry run works in a clean copy of the repository (``workflow_copy.clean_copy``), so what a
@@ -65,7 +66,8 @@ def paper_dry_run(repo: Path) -> str:
 def test_paper_config_expands_to_tables_1_and_2(paper_dry_run: str) -> None:
     counts = job_counts(paper_dry_run)
     assert counts["train"] == 15
-    assert counts["evaluate"] == 17
+    assert counts["evaluate"] == 17  # the merge of each checkpoint's repeats
+    assert counts["evaluate_repeat"] == 17 * 4  # one job per (checkpoint, repeat)
     assert counts["report"] == 1
     assert counts["init_difficulty"] == 2  # one per base model
     assert "build_model" not in counts  # pretrained models are not built
@@ -105,6 +107,7 @@ def test_tiny_config_builds_the_model_and_trains_on_cpu(repo: Path) -> None:
     out = proc.stdout + proc.stderr
     counts = job_counts(out)
     assert counts["build_model"] == 1 and counts["train"] == 6 and counts["evaluate"] == 7
+    assert counts["evaluate_repeat"] == 7 * 2  # tiny.yaml: repeats 2
     for block in jobs_of(out, "train"):
         assert "gpu=" not in block.split("resources:", 1)[1].splitlines()[0]
 
@@ -180,6 +183,34 @@ def test_cpu_stages_go_to_the_cpu_partition(paper_dry_run: str) -> None:
         (block,) = jobs_of(paper_dry_run, rule)
         res = resources_of(block)
         assert res["slurm_partition"] == "your-cpu-partition" and "gpu" not in res
+    for block in jobs_of(paper_dry_run, "evaluate"):  # the merge of a checkpoint's repeats
+        res = resources_of(block)
+        assert res["slurm_partition"] == "your-cpu-partition" and "gpu" not in res
+
+
+def test_paper_evaluation_is_one_gpu_job_per_checkpoint_and_repeat(paper_dry_run: str) -> None:
+    """Four repeats of each of the 17 checkpoints as parallel GPU jobs, each given its runtime
+    (its plan is checked against it) and a judge log; one merge per checkpoint over exactly its
+    four files."""
+    jobs = jobs_of(paper_dry_run, "evaluate_repeat")
+    seen = set()
+    for block in jobs:
+        res = resources_of(block)
+        assert res["gpu"] == "4" and res["nodes"] == "1" and res["runtime"] == "720"
+        assert res["slurm_partition"] == "your-gpu-partition"
+        run, repeat = re.search(r"wildcards: run=([\w.-]+), repeat=(\d+)", block).groups()
+        seen.add((run, int(repeat)))
+        cmd = block.split("Shell command:", 1)[1]
+        assert f"--repeat {repeat} " in cmd and "--runtime-min 720 --gpus 4" in cmd
+        assert f"--judge-log logs/paper/evaluate/{run}/r{repeat}.judge.log" in cmd
+        assert f"--out results/paper/eval/repeats/{run}/r{repeat}.duckdb" in cmd
+    runs = {r for r, _ in seen}
+    assert len(runs) == 17 and seen == {(r, i) for r in runs for i in range(4)}
+    for block in jobs_of(paper_dry_run, "evaluate"):
+        run = re.search(r"wildcards: run=([\w.-]+)", block).group(1)
+        cmd = block.split("Shell command:", 1)[1]
+        files = " ".join(f"results/paper/eval/repeats/{run}/r{i}.duckdb" for i in range(4))
+        assert f"--merge {files} --out results/paper/eval/{run}.duckdb" in cmd
 
 
 def test_profile_placeholders_warn_until_replaced(repo: Path, paper_dry_run: str,
@@ -201,6 +232,20 @@ def test_profile_placeholders_warn_until_replaced(repo: Path, paper_dry_run: str
     assert "placeholders are still set" not in out and "slurm_partition=a100" in out
 
 
+def test_report_reads_the_files_the_rule_names(paper_dry_run: str) -> None:
+    """Every history and evaluation file of the grid, by name: never the eval or runs folder,
+    so a stale file left there by a removed grid cell is not read."""
+    (block,) = jobs_of(paper_dry_run, "report")
+    cmd = block.split("Shell command:", 1)[1]
+    evals = cmd.split(" --evals ", 1)[1].split(" --samples ", 1)[0].split()
+    histories = cmd.split(" --runs ", 1)[1].split(" --evals ", 1)[0].split()
+    assert len(evals) == 17 and all(re.fullmatch(r"results/paper/eval/[\w.-]+\.duckdb", e)
+                                    for e in evals)
+    assert len(histories) == 15 and all(
+        re.fullmatch(r"results/paper/runs/[\w.-]+/history\.duckdb", h) for h in histories)
+    assert '"evaluate":{"benchmarks":null,"kind":"paper"}' in cmd  # the five default columns
+
+
 def test_diva_methods_run_in_the_grid_with_initial_difficulty(repo: Path, tmp_path: Path) -> None:
     cfg = yaml.safe_load((repo / "config" / "tiny.yaml").read_text())
     cfg["experiments"]["grid"][0]["methods"] += ["diva", "vade-diva"]
@@ -210,6 +255,7 @@ def test_diva_methods_run_in_the_grid_with_initial_difficulty(repo: Path, tmp_pa
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
     assert job_counts(out)["train"] == 10 and job_counts(out)["evaluate"] == 11
+    assert job_counts(out)["evaluate_repeat"] == 11 * 2
     diva = [b for b in jobs_of(out, "train") if "-diva-s0" in b]
     assert len(diva) == 4  # grpo/gspo x diva/vade-diva
     for block in diva:

@@ -10,6 +10,12 @@ step, the effective gradient ratio, cumulative rollouts, mean reward and validat
 effective ratio over the run and over its first and last ``window`` steps, rollouts, validation
 accuracy, seconds per step). It measures; it asserts nothing. ``--toy`` swaps
 the model for the toy policy (``vade.train.local.toy``) to time the loop's own overhead.
+
+Step time by phase (``phases.csv``, ``phases`` in ``summary.json``, and a table on stdout):
+per run, the median over steps of each phase's seconds (``vade.train.local.timing.PHASES``:
+sampler, generate, reward, ref_logprob, actor, log; validate and checkpoint happen on some
+steps only, so their per-step mean is given) and of the whole step. ``--repeats k`` runs each
+configuration k times (a shared machine is noisy) and reports the median over the repeats.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import json
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 CURVE_SQL = """
 SELECT s.step, s.effective_ratio, s.rollouts, s.mean_accuracy,
@@ -44,9 +52,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=None, help="override train.steps")
     p.add_argument("--toy", action="store_true", help="the toy policy instead of the model")
+    p.add_argument("--no-share-prompts", action="store_true",
+                   help="baseline: every rollout row runs its full prompt (generation and "
+                        "log-probs), as before prompt sharing; for before/after timings")
     p.add_argument("--window", type=int, default=20,
                    help="steps averaged for the first/last effective ratio")
     p.add_argument("--no-tracking", action="store_true", help="skip MLflow")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="run each configuration this many times; phases are medians over them")
     return p.parse_args(argv)
 
 
@@ -68,8 +81,33 @@ def run_one(config: dict[str, Any], args: argparse.Namespace, algorithm: str,
         shutil.rmtree(out)  # a benchmark measures a fresh run, never a resume
     paths = RunPaths(args.data_dir, args.model, out, args.difficulty)
     t = time.perf_counter()
-    train_local(cfg, paths, progress=True, load_policy=ToyPolicy.load if args.toy else None)
+    load = ToyPolicy.load if args.toy else _unshared if args.no_share_prompts else None
+    train_local(cfg, paths, progress=True, load_policy=load)
     return out, time.perf_counter() - t
+
+
+def _unshared(path: str, cfg: Any) -> Any:
+    """``LocalPolicy`` with prompt sharing off (``share_prompts=False`` in both passes)."""
+    import functools
+
+    from vade.models.policy import token_logprobs
+    from vade.train.local.policy import LocalPolicy
+
+    policy = LocalPolicy.load(path, cfg)
+    policy.engine.share_prompts = False
+    policy.token_logprobs = functools.partial(token_logprobs, temperature=cfg.temperature,
+                                              share_prompts=False)
+    return policy
+
+
+def phase_medians(timing: dict[str, list[float]]) -> dict[str, float]:
+    """Per-step seconds of each phase (median over steps; validate/checkpoint: mean, as they
+    run on a few steps) and ``step`` (median of the per-step totals)."""
+    sparse = {"validate", "checkpoint"}
+    out = {k: float(np.mean(v) if k in sparse else np.median(v)) for k, v in timing.items() if v}
+    totals = np.sum([v for v in timing.values() if v], axis=0)
+    out["step"] = float(np.median(totals)) if np.size(totals) else float("nan")
+    return out
 
 
 def ratio_window(curve: list[dict[str, Any]], window: int) -> tuple[float, float]:
@@ -103,6 +141,18 @@ def plot_curves(rows: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
+def print_phases(summary: list[dict[str, Any]]) -> None:
+    """Seconds per step by phase, one row per run (medians; see the module docstring)."""
+    from vade.train.local.timing import PHASES
+
+    cols = [*PHASES, "step"]
+    print(f"\nseconds per step by phase\n{'run':>18} " + " ".join(f"{c[:9]:>9}" for c in cols))
+    for s in summary:
+        ph = s["phases"]
+        print(f"{s['algorithm'] + ' ' + s['method']:>18} "
+              + " ".join(f"{ph.get(c, 0.0):>9.3f}" for c in cols))
+
+
 def main(argv: list[str] | None = None) -> int:
     import duckdb
 
@@ -113,9 +163,18 @@ def main(argv: list[str] | None = None) -> int:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
+    phase_rows: list[dict[str, Any]] = []
     for algorithm in args.algorithms:
         for method in args.methods:
-            out, seconds = run_one(config, args, algorithm, method)
+            repeats = []
+            for _ in range(max(1, args.repeats)):
+                out, seconds = run_one(config, args, algorithm, method)
+                repeats.append((phase_medians(
+                    json.loads((out / "done.json").read_text())["timing_s"]), seconds))
+            phases = {k: float(np.median([r[0][k] for r in repeats])) for k in repeats[0][0]}
+            seconds = float(np.median([r[1] for r in repeats]))
+            phase_rows.extend({"algorithm": algorithm, "method": method, "phase": k,
+                               "seconds_per_step": v} for k, v in phases.items())
             con = duckdb.connect(str(out / "history.duckdb"), read_only=True)
             cur = con.execute(CURVE_SQL)
             names = [d[0] for d in cur.description]
@@ -131,13 +190,18 @@ def main(argv: list[str] | None = None) -> int:
                 "effective_ratio_mean": done["effective_ratio_mean"],
                 "effective_ratio_first": first, "effective_ratio_last": last,
                 "val_acc": done["val_acc"], "wall_seconds": seconds,
-                "seconds_per_step": seconds / max(done["steps"], 1),
+                "seconds_per_step": seconds / max(done["steps"], 1), "phases": phases,
+                "repeats": max(1, args.repeats),
             })
     csv_path = args.out_dir / "curves.csv"
     with csv_path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+    with (args.out_dir / "phases.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(phase_rows[0]))
+        writer.writeheader()
+        writer.writerows(phase_rows)
     (args.out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     png = plot_curves(rows, args.out_dir / "curves.png")
     print(f"\n{'algorithm':>9} {'method':>8} {'eff ratio':>9} {'first -> last':>14} "
@@ -148,7 +212,9 @@ def main(argv: list[str] | None = None) -> int:
         fl = f"{s['effective_ratio_first']:.2f} -> {s['effective_ratio_last']:.2f}"
         print(f"{s['algorithm']:>9} {s['method']:>8} {s['effective_ratio_mean']:>9.3f} {fl:>14} "
               f"{s['rollouts']:>9} {va:>24} {s['seconds_per_step']:>7.2f}")
-    print(f"wrote {csv_path}, {png} and {args.out_dir / 'summary.json'}")
+    print_phases(summary)
+    print(f"wrote {csv_path}, {png}, {args.out_dir / 'phases.csv'} and "
+          f"{args.out_dir / 'summary.json'}")
     return 0
 
 

@@ -14,9 +14,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from vade.config_io import check_int, reject_unknown
+from vade.config_io import check_float, check_int, reject_unknown
 
-__all__ = ["PAPER_BENCHMARKS", "Benchmark", "EvaluateConfig", "JudgeConfig"]
+__all__ = ["PAPER_BENCHMARKS", "Benchmark", "EvaluateConfig", "JudgeConfig", "PlanConfig",
+           "PolicyConfig"]
+
+
+def _check_ints(v: Mapping[str, Any], where: str, specs: tuple[tuple[str, int, int], ...]) -> None:
+    """Every ``(key, lo, hi)`` of ``specs`` that ``v`` sets (not null) is an integer in range."""
+    for key, lo, hi in specs:
+        if v.get(key) is not None:
+            check_int(f"{where}.{key}", v[key], lo, hi)
+
+
+def _memory_share(v: dict[str, Any], where: str) -> None:
+    """``gpu_memory_utilization``, when set, is a fraction in (0, 1] (stored as a float)."""
+    if "gpu_memory_utilization" in v:
+        v["gpu_memory_utilization"] = check_float(f"{where}.gpu_memory_utilization",
+                                                  v["gpu_memory_utilization"], 0.0, 1.0,
+                                                  open_lo=True)
 
 
 @dataclass(frozen=True)
@@ -32,6 +48,7 @@ class Benchmark:
     metric: str
     scale: float = 100.0
     judge: bool = False  # needs the LLM judge endpoint
+    items: int | None = None  # items per pass (for `vade evaluate --plan`; None: unknown)
 
     @classmethod
     def from_dict(cls, v: Mapping[str, Any], where: str) -> Benchmark:
@@ -45,21 +62,32 @@ class Benchmark:
         if not isinstance(v.get("judge", False), bool):
             msg = f"{where}.judge must be true or false, got {v['judge']!r}"
             raise ValueError(msg)  # noqa: TRY004
-        return cls(v["name"], v["task"], v["metric"], float(scale), v.get("judge", False))
+        if v.get("items") is not None:
+            check_int(f"{where}.items", v["items"], 1, 10**9)
+        return cls(v["name"], v["task"], v["metric"], float(scale), v.get("judge", False),
+                   v.get("items"))
 
 
 # The paper's five benchmarks (Section 4.1). MathVista: one of the testmini group's three prompt
 # variants; MathVerse: the vision-only subset group; ChartQA and ScienceQA: the shipped variants
 # with reasoning-length outputs and \boxed{} answer extraction. Metric names are lmms-eval's;
 # scales read from lmms-eval 0.7.3: MathVista and MathVision aggregate to percent, MathVerse's
-# gpt_eval_score and the exact-match / relaxed metrics are means of 0/1.
+# gpt_eval_score and the exact-match / relaxed metrics are means of 0/1. All three math benchmarks
+# are judged by the LLM judge, as in the paper (MathVision: the `reason` variant, a mean of 0/1;
+# the rule-based `mathvision_testmini` scores differently).
+# Items per pass (the plan's arithmetic): MathVista testmini 1,000; MathVerse's vision group,
+# three subsets of 788; MathVision testmini 304; ScienceQA-IMG test 2,017; ChartQA test 2,500.
 PAPER_BENCHMARKS = (
-    Benchmark("MathVista", "mathvista_testmini_cot", "llm_as_judge_eval", 1.0, True),
-    Benchmark("MathVerse", "mathverse_testmini_vision", "gpt_eval_score", 100.0, True),
-    Benchmark("MathVision", "mathvision_testmini", "mathvision_standard_eval", 1.0, False),
-    Benchmark("ScienceQA", "vade_scienceqa_img_reasoning", "exact_match", 100.0, False),
-    Benchmark("ChartQA", "vade_chartqa_reasoning", "relaxed_overall", 100.0, False),
+    Benchmark("MathVista", "mathvista_testmini_cot", "llm_as_judge_eval", 1.0, True, 1000),
+    Benchmark("MathVerse", "mathverse_testmini_vision", "gpt_eval_score", 100.0, True, 3 * 788),
+    Benchmark("MathVision", "mathvision_reason_testmini", "llm_as_judge_eval", 100.0, True, 304),
+    Benchmark("ScienceQA", "vade_scienceqa_img_reasoning", "exact_match", 100.0, False, 2017),
+    Benchmark("ChartQA", "vade_chartqa_reasoning", "relaxed_overall", 100.0, False, 2500),
 )
+
+
+PAPER_RESPONSE_LENGTH = 2048    # max response length in training (paper, Table 4)
+SYNTHETIC_RESPONSE_LENGTH = 64  # vade.train.config's default max_new_tokens
 
 
 @dataclass(frozen=True)
@@ -74,14 +102,18 @@ class JudgeConfig:
     mode: str = "none"
     url: str | None = None            # base URL, e.g. http://host:8000/v1
     model: str = "Qwen/Qwen2.5-72B-Instruct"  # what vLLM loads (serve)
-    served_name: str = "judge"        # MODEL_VERSION the tasks send
+    served_name: str = "judge"        # MODEL_VERSION the tasks send (serve: made unique per job)
     api_key_env: str = "OPENAI_API_KEY"  # the variable that holds the key (never the key itself)
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: int | None = None           # serve: None = a free port chosen at run time
     tensor_parallel_size: int = 4
+    gpu_memory_utilization: float = 0.55  # serve: vLLM's share of each GPU (72B bf16 TP4: 36 GB
+    #                                       weights + KV cache on an 80 GB GPU)
     extra_args: tuple[str, ...] = ()
-    command: tuple[str, ...] = ()     # full server command line instead of vLLM's (serve)
+    command: tuple[str, ...] = ()     # full server command line instead of vLLM's (serve);
+    #                                   "{port}" and "{served_name}" are filled in
     ready_timeout_s: int = 1800
+    max_error_fraction: float = 0.02  # judge calls failed or empty, above which a job scores nothing
 
     @classmethod
     def from_dict(cls, v: Mapping[str, Any]) -> JudgeConfig:
@@ -95,10 +127,12 @@ class JudgeConfig:
         for key in ("model", "served_name", "api_key_env", "host"):
             if key in v and (not isinstance(v[key], str) or not v[key]):
                 raise ValueError(f"evaluate.judge.{key} must be a non-empty string")
-        for key, lo, hi in (("port", 1, 65535), ("tensor_parallel_size", 1, 64),
-                            ("ready_timeout_s", 1, 86400)):
-            if key in v:
-                check_int(f"evaluate.judge.{key}", v[key], lo, hi)
+        _check_ints(v, "evaluate.judge", (("port", 1, 65535), ("tensor_parallel_size", 1, 64),
+                                          ("ready_timeout_s", 1, 86400)))
+        _memory_share(v, "evaluate.judge")
+        if "max_error_fraction" in v:
+            v["max_error_fraction"] = check_float("evaluate.judge.max_error_fraction",
+                                                  v["max_error_fraction"], 0.0, 1.0)
         for key in ("extra_args", "command"):
             if key in v:
                 if not isinstance(v[key], (list, tuple)) or not all(
@@ -109,7 +143,68 @@ class JudgeConfig:
 
     @property
     def base_url(self) -> str:
-        return self.url or f"http://{self.host}:{self.port}/v1"
+        if self.url:
+            return self.url
+        if self.port is None:
+            raise ValueError("evaluate.judge.port is chosen at run time (vade.eval.judge.for_job)")
+        return f"http://{self.host}:{self.port}/v1"
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """How lmms-eval runs the evaluated model (``evaluate.policy``).
+
+    engine ``hf``: lmms-eval's ``qwen2_5_vl`` (transformers, one request at a time; the CPU
+    demo). engine ``vllm``: lmms-eval's ``vllm`` model (vLLM in the job's process, continuous
+    batching), on ``tensor_parallel_size`` GPUs with at most ``gpu_memory_utilization`` of each,
+    which together with the judge's share must leave the GPUs' memory unshared.
+    """
+
+    engine: str = "hf"
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.35   # 7B bf16 TP4: 4 GB weights + KV cache per 80 GB GPU
+    max_model_len: int | None = None       # None: prompt budget (8192, the paper) + output limit
+    batch_size: int = 256                  # vllm: requests per vLLM call
+
+    @classmethod
+    def from_dict(cls, v: Mapping[str, Any]) -> PolicyConfig:
+        reject_unknown(v, {f.name for f in fields(cls)}, "evaluate.policy")
+        v = dict(v)
+        if v.get("engine", "hf") not in ("hf", "vllm"):
+            raise ValueError(f"evaluate.policy.engine must be hf or vllm, got {v['engine']!r}")
+        _check_ints(v, "evaluate.policy", (("tensor_parallel_size", 1, 64),
+                                           ("max_model_len", 256, 1 << 20),
+                                           ("batch_size", 1, 1 << 16)))
+        _memory_share(v, "evaluate.policy")
+        return cls(**v)
+
+
+# Output tokens per second of one evaluation job's policy, all requests together, assumed by the
+# plan when evaluate.plan.tokens_per_s is null: vLLM with continuous batching of a 7B model on
+# 4 x 80 GB (a conservative fraction of its batched decode rate), and transformers at batch 1.
+DEFAULT_TOKENS_PER_S = {"vllm": 2000.0, "hf": 25.0}
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    """The arithmetic of ``vade evaluate --plan`` (``evaluate.plan``): every item is assumed to
+    use the whole output limit (the worst case, which the job's runtime must survive)."""
+
+    tokens_per_s: float | None = None  # None: DEFAULT_TOKENS_PER_S[policy.engine]
+    overhead_min: float | None = None  # per job: model loads, judge start, judging tail, writing
+    #                                    (None: 45 with a judge served in the job, else 5)
+
+    @classmethod
+    def from_dict(cls, v: Mapping[str, Any]) -> PlanConfig:
+        reject_unknown(v, {f.name for f in fields(cls)}, "evaluate.plan")
+        v = dict(v)
+        if v.get("tokens_per_s") is not None:
+            v["tokens_per_s"] = check_float("evaluate.plan.tokens_per_s", v["tokens_per_s"],
+                                            0.0, 1e9, open_lo=True)
+        if v.get("overhead_min") is not None:
+            v["overhead_min"] = check_float("evaluate.plan.overhead_min", v["overhead_min"],
+                                            0.0, 1e6)
+        return cls(**v)
 
 
 @dataclass(frozen=True)
@@ -119,14 +214,18 @@ class EvaluateConfig:
     seed: int = 0                        # repeat i uses seed + i
     temperature: float = 0.6             # sampling temperature of the repeats, [0, 2]
     top_p: float = 1.0                   # (0, 1]
-    max_new_tokens: int = 64             # synthetic tasks' output limit (paper tasks: own YAML)
+    max_new_tokens: int | None = None    # every benchmark's output limit (None: see output_tokens)
     batch_size: int = 1
     threads: int = 1                     # torch CPU threads (0: torch's default, all cores)
     limit: int | None = None             # items per task (None: all)
     device_map: str = "cpu"              # cpu | auto | cuda...
+    min_pixels: int | None = None        # image resize limits (None: see pixels_for)
+    max_pixels: int | None = None
     model_args: Mapping[str, Any] = field(default_factory=dict)  # extra qwen2_5_vl args
     benchmarks: tuple[Benchmark, ...] = PAPER_BENCHMARKS
     judge: JudgeConfig = field(default_factory=JudgeConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    plan: PlanConfig = field(default_factory=PlanConfig)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> EvaluateConfig:
@@ -134,11 +233,10 @@ class EvaluateConfig:
         v = dict(values)
         if v.get("kind", "synthetic") not in ("synthetic", "paper"):
             raise ValueError(f"evaluate.kind must be synthetic or paper, got {v['kind']!r}")
-        for key, lo, hi in (("repeats", 1, 64), ("seed", 0, 2**31 - 1),
-                            ("max_new_tokens", 1, 65536), ("batch_size", 1, 1024),
-                            ("threads", 0, 1024), ("limit", 1, 10**9)):
-            if key in v and v[key] is not None:
-                check_int(f"evaluate.{key}", v[key], lo, hi)
+        _check_ints(v, "evaluate", (("repeats", 1, 64), ("seed", 0, 2**31 - 1),
+                                    ("max_new_tokens", 1, 65536), ("batch_size", 1, 1024),
+                                    ("threads", 0, 1024), ("limit", 1, 10**9),
+                                    ("min_pixels", 1, 1 << 28), ("max_pixels", 1, 1 << 28)))
         for key, lo, hi, lo_open in (("temperature", 0.0, 2.0, False), ("top_p", 0.0, 1.0, True)):
             if key in v:
                 x = v[key]
@@ -168,11 +266,33 @@ class EvaluateConfig:
             v["benchmarks"] = parsed
         if "judge" in v:
             v["judge"] = JudgeConfig.from_dict(v["judge"] or {})
+        if "policy" in v:
+            v["policy"] = PolicyConfig.from_dict(v["policy"] or {})
+        if "plan" in v:
+            v["plan"] = PlanConfig.from_dict(v["plan"] or {})
         out = cls(**v)
+        shared = out.judge.gpu_memory_utilization + out.policy.gpu_memory_utilization
+        if out.judge.mode == "serve" and out.policy.engine == "vllm" and shared > 0.95:
+            raise ValueError(
+                f"evaluate.judge.gpu_memory_utilization ({out.judge.gpu_memory_utilization}) + "
+                f"evaluate.policy.gpu_memory_utilization ({out.policy.gpu_memory_utilization}) "
+                f"= {shared:.2f} > 0.95: judge and policy share the job's GPUs and would overlap")
         if out.kind == "synthetic" and "benchmarks" in values:
             raise ValueError("evaluate.benchmarks applies to kind: paper only (synthetic "
                              "benchmarks are the held-out sets' domains)")
+        if out.min_pixels and out.max_pixels and out.min_pixels > out.max_pixels:
+            raise ValueError(f"evaluate.min_pixels ({out.min_pixels}) exceeds evaluate.max_pixels "
+                             f"({out.max_pixels})")
         if out.repeats > 1 and out.temperature == 0:
             raise ValueError("evaluate.temperature must be > 0 when evaluate.repeats > 1 "
                              "(greedy repeats are identical)")
         return out
+
+    @property
+    def output_tokens(self) -> int:
+        """The one output limit of every benchmark (task YAMLs' own limits are overridden through
+        ``gen_kwargs``): ``max_new_tokens``, else the training response length of the kind
+        (paper: 2048, Table 4 of the paper; synthetic: the local trainer's 64)."""
+        if self.max_new_tokens is not None:
+            return self.max_new_tokens
+        return PAPER_RESPONSE_LENGTH if self.kind == "paper" else SYNTHETIC_RESPONSE_LENGTH

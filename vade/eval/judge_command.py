@@ -35,6 +35,9 @@ def run(args: argparse.Namespace) -> int:
     from vade.eval.config import EvaluateConfig
 
     cfg = EvaluateConfig.from_dict(section(load_config(args), "evaluate", required=False)).judge
+    if cfg.mode == "serve" and cfg.port is None:
+        raise ValueError("vade judge serve needs evaluate.judge.port: the fixed address that "
+                         "evaluation jobs (evaluate.judge.mode: external) are given")
     env = judge.judge_env(cfg)
     if args.action == "wait":
         judge.wait_ready(env["OPENAI_API_URL"], cfg.served_name, timeout_s=cfg.ready_timeout_s,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,9 +21,11 @@ from typing import Any
 from vade.eval.config import Benchmark, EvaluateConfig
 from vade.eval.store import EvalRow
 
-__all__ = ["Target", "benchmark_score", "evaluate_checkpoint", "target_for"]
+__all__ = ["Target", "benchmark_score", "command_line", "evaluate_checkpoint", "gen_kwargs",
+           "lmms_eval_call", "pixels_for", "policy_model", "target_for"]
 
-MODEL = "qwen2_5_vl"  # lmms-eval's Qwen2.5-VL backend (chat interface)
+MODEL = "qwen2_5_vl"  # lmms-eval's Qwen2.5-VL backend (chat interface, transformers)
+VLLM_MODEL = "vllm"   # lmms-eval's vLLM backend (chat interface)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,12 @@ def benchmark_score(results: Mapping[str, Any], bench: Benchmark) -> tuple[float
     return score, total
 
 
+# Qwen2.5-VL's image processor limits (preprocessor_config.json of the Instruct models on the hub),
+# which verl 0.7.1 keeps in training (it never resizes): what a trained checkpoint saw.
+QWEN_MIN_PIXELS = 56 * 56
+QWEN_MAX_PIXELS = 28 * 28 * 16384
+
+
 def checkpoint_pixels(checkpoint: str) -> dict[str, int]:
     """min/max_pixels of a local checkpoint's image processor, so lmms-eval (which otherwise
     imposes its own, 256*28*28 .. 1605632) resizes images as the model saw them in training."""
@@ -103,39 +111,122 @@ def checkpoint_pixels(checkpoint: str) -> dict[str, int]:
     return {k: int(v) for k, v in found.items() if isinstance(v, (int, float))}
 
 
-def _gen_kwargs(cfg: EvaluateConfig) -> str | None:
-    if cfg.temperature <= 0:
-        return None
-    return f"temperature={cfg.temperature},top_p={cfg.top_p},do_sample=True"
+def pixels_for(cfg: EvaluateConfig, checkpoint: str) -> dict[str, int]:
+    """The image limits of one evaluation: ``evaluate.min/max_pixels`` when set, else the
+    checkpoint's saved processor, else (a hub id: a base model) Qwen2.5-VL's own limits. A base
+    model is thereby evaluated at the same limits as the checkpoints trained from it, never at
+    lmms-eval's smaller default."""
+    saved = checkpoint_pixels(checkpoint)
+    return {"min_pixels": cfg.min_pixels or saved.get("min_pixels", QWEN_MIN_PIXELS),
+            "max_pixels": cfg.max_pixels or saved.get("max_pixels", QWEN_MAX_PIXELS)}
+
+
+def gen_kwargs(cfg: EvaluateConfig, seed: int | None = None) -> str:
+    """lmms-eval's ``gen_kwargs``: they override every task YAML's generation settings, so one
+    output limit and one temperature hold for all benchmarks. ``seed`` goes to each request (the
+    vLLM backend fixes its engine seed, so repeats differ only through it)."""
+    parts = [f"max_new_tokens={cfg.output_tokens}", f"temperature={cfg.temperature}"]
+    parts += [f"top_p={cfg.top_p}", "do_sample=True"] if cfg.temperature > 0 else ["do_sample=False"]
+    if seed is not None:
+        parts.append(f"seed={seed}")
+    return ",".join(parts)
+
+
+# The prompt budget of a served policy (the paper trains with prompts up to 8192 tokens, Table 4):
+# vLLM's max_model_len = this + the output limit, unless evaluate.policy.max_model_len is set.
+PROMPT_BUDGET = 8192
+
+
+def policy_model(cfg: EvaluateConfig, target: Target) -> tuple[str, dict[str, Any]]:
+    """lmms-eval's model name and ``model_args`` for the evaluated checkpoint.
+
+    ``vllm``: lmms-eval's vLLM model in this process, on ``policy.tensor_parallel_size`` GPUs
+    with ``policy.gpu_memory_utilization`` of each (the judge has its own share). Its
+    ``max_new_tokens`` is set to the output limit because lmms-eval uses the larger of it and
+    the request's (its default, 4096, would double the paper's 2048). Images are resized to the
+    same ``max_pixels`` for base and trained models. ``hf``: transformers, batch 1.
+    """
+    pixels = pixels_for(cfg, target.checkpoint)
+    if cfg.policy.engine == "vllm":
+        p = cfg.policy
+        return VLLM_MODEL, {
+            "model": target.checkpoint, "tensor_parallel_size": p.tensor_parallel_size,
+            "gpu_memory_utilization": p.gpu_memory_utilization,
+            "max_model_len": p.max_model_len or PROMPT_BUDGET + cfg.output_tokens,
+            "max_new_tokens": cfg.output_tokens, "max_pixels": pixels["max_pixels"],
+            **cfg.model_args}
+    return MODEL, {"pretrained": target.checkpoint, "device_map": cfg.device_map, **pixels,
+                   **cfg.model_args}
+
+
+def lmms_eval_call(cfg: EvaluateConfig, target: Target, benchmarks: Sequence[Benchmark],
+                   repeat: int) -> dict[str, Any]:
+    """The keyword arguments of ``simple_evaluate`` for one repeat (no task manager)."""
+    model, args = policy_model(cfg, target)
+    seed = cfg.seed + repeat
+    vllm = cfg.policy.engine == "vllm"
+    return {"model": model, "model_args": ",".join(f"{k}={v}" for k, v in args.items()),
+            "tasks": [b.task for b in benchmarks],
+            "batch_size": cfg.policy.batch_size if vllm else cfg.batch_size,
+            "limit": cfg.limit, "gen_kwargs": gen_kwargs(cfg, seed if vllm else None),
+            "random_seed": seed, "numpy_random_seed": seed, "torch_random_seed": seed,
+            "fewshot_random_seed": seed, "log_samples": False,
+            "device": "cpu" if cfg.device_map == "cpu" and not vllm else "cuda",
+            "verbosity": "WARNING"}
+
+
+def command_line(call: Mapping[str, Any]) -> list[str]:
+    """The ``python -m lmms_eval`` command equivalent to ``call`` (written to the job's log)."""
+    return ["python", "-m", "lmms_eval", "--model", call["model"], "--model_args",
+            call["model_args"], "--tasks", ",".join(call["tasks"]), "--batch_size",
+            str(call["batch_size"]), "--gen_kwargs", call["gen_kwargs"], "--seed",
+            ",".join(str(call[k]) for k in ("random_seed", "numpy_random_seed",
+                                            "torch_random_seed", "fewshot_random_seed")),
+            "--device", call["device"], *(["--limit", str(call["limit"])] if call["limit"] else [])]
+
+
+def write_samples(path: str | Path, repeat: int, result: Mapping[str, Any]) -> None:
+    """Append lmms-eval's per-sample records of one repeat to ``path`` (JSON lines: task,
+    repeat, then lmms-eval's own fields: response, target, judged scores), so a judge decision
+    or an extraction can be read afterwards."""
+    with open(path, "a", encoding="utf-8") as f:
+        for task, samples in sorted((result.get("samples") or {}).items()):
+            f.writelines(json.dumps({"task": task, "repeat": repeat, **sample}, default=str,
+                                    ensure_ascii=False) + "\n" for sample in samples)
 
 
 def evaluate_checkpoint(cfg: EvaluateConfig, target: Target, benchmarks: Sequence[Benchmark],
-                        include_path: Sequence[str], include_defaults: bool) -> list[EvalRow]:
-    """k seeded lmms-eval runs of ``benchmarks`` on ``target.checkpoint``: one row per repeat."""
+                        include_path: Sequence[str], include_defaults: bool,
+                        repeats: Sequence[int] | None = None,
+                        after_repeat: Callable[[int], None] | None = None,
+                        samples_log: str | Path | None = None) -> list[EvalRow]:
+    """Seeded lmms-eval runs of ``benchmarks`` on ``target.checkpoint`` (``repeats``: which of
+    the k, default all): one row per (benchmark, repeat). ``after_repeat(repeat)`` runs after
+    each repeat, before its rows count (the judge's liveness and error check); ``samples_log``
+    keeps every sample (``write_samples``)."""
     from lmms_eval.evaluator import simple_evaluate
     from lmms_eval.tasks import TaskManager
     from tqdm import tqdm
 
-    device = "cpu" if cfg.device_map == "cpu" else "cuda"
-    args = {"pretrained": target.checkpoint, "device_map": cfg.device_map,
-            **checkpoint_pixels(target.checkpoint), **cfg.model_args}
-    model_args = ",".join(f"{k}={v}" for k, v in args.items())
+    model = VLLM_MODEL if cfg.policy.engine == "vllm" else MODEL
     manager = TaskManager("WARNING", include_path=list(include_path) or None,
-                          include_defaults=include_defaults, model_name=MODEL)
+                          include_defaults=include_defaults, model_name=model)
+    todo = list(range(cfg.repeats)) if repeats is None else list(repeats)
     rows: list[EvalRow] = []
-    for repeat in tqdm(range(cfg.repeats), desc=f"evaluate {target.run_id}", unit="repeat"):
-        seed = cfg.seed + repeat
-        result = simple_evaluate(
-            model=MODEL, model_args=model_args, tasks=[b.task for b in benchmarks],
-            task_manager=manager,
-            batch_size=cfg.batch_size, limit=cfg.limit, gen_kwargs=_gen_kwargs(cfg),
-            random_seed=seed, numpy_random_seed=seed, torch_random_seed=seed,
-            fewshot_random_seed=seed, log_samples=False, device=device, verbosity="WARNING")
+    for repeat in tqdm(todo, desc=f"evaluate {target.run_id}", unit="repeat"):
+        call = lmms_eval_call(cfg, target, benchmarks, repeat)
+        call["log_samples"] = samples_log is not None
+        print("repeat", repeat, ":", " ".join(command_line(call)), flush=True)
+        result = simple_evaluate(task_manager=manager, **call)
         if result is None:
             raise RuntimeError("lmms-eval returned no results (not the main process?)")
+        if samples_log is not None:
+            write_samples(samples_log, repeat, result)
+        if after_repeat is not None:
+            after_repeat(repeat)
         for bench in benchmarks:
             score, n = benchmark_score(result, bench)
             rows.append(EvalRow(target.run_id, target.model, target.algorithm, target.method,
-                                target.seed, bench.name, repeat, seed, score, n,
+                                target.seed, bench.name, repeat, call["random_seed"], score, n,
                                 target.checkpoint, bench.task, bench.metric))
     return rows

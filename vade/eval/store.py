@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,8 @@ import duckdb
 
 from vade.store.file_format import connect_for_writing
 
-__all__ = ["CREATE_TABLE", "EvalRow", "average_at_k", "eval_files", "open_eval_catalog",
-           "write_eval_results"]
+__all__ = ["CREATE_TABLE", "EvalRow", "average_at_k", "eval_files", "merge_repeats",
+           "open_eval_catalog", "read_eval_rows", "write_eval_results"]
 
 CREATE_TABLE = """
 CREATE TABLE IF NOT EXISTS eval_results (
@@ -106,6 +106,48 @@ def write_eval_results(path: str | Path, rows: Sequence[EvalRow]) -> Path:
         tmp.unlink(missing_ok=True)
         Path(f"{tmp}.wal").unlink(missing_ok=True)
     return out
+
+
+def read_eval_rows(path: str | Path) -> list[EvalRow]:
+    """Every row of one evaluation file, ordered by benchmark and repeat."""
+    cols = [f.name for f in fields(EvalRow)]
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        got = con.execute(f"SELECT {', '.join(cols)} FROM eval_results "
+                          "ORDER BY benchmark, repeat").fetchall()
+    finally:
+        con.close()
+    return [EvalRow(*row) for row in got]
+
+
+def merge_repeats(paths: Sequence[str | Path], run_id: str, repeats: int) -> list[EvalRow]:
+    """The rows of the per-repeat files of one checkpoint, checked complete: each of repeats
+    0..k-1 present exactly once, with the same benchmarks, all of run ``run_id``. An error
+    names the file or the missing repeat (a partial average@k is never written)."""
+    rows: list[EvalRow] = []
+    by_repeat: dict[int, set[str]] = {}
+    file_of: dict[int, str] = {}
+    for path in map(str, paths):
+        got = read_eval_rows(path)
+        if not got:
+            raise ValueError(f"{path}: no evaluation rows")
+        for r in got:
+            if r.run_id != run_id:
+                raise ValueError(f"{path}: rows of run {r.run_id}, not {run_id}")
+            if file_of.setdefault(r.repeat, path) != path:
+                raise ValueError(f"{path}: repeat {r.repeat} is also in {file_of[r.repeat]}")
+            by_repeat.setdefault(r.repeat, set()).add(r.benchmark)
+        rows.extend(got)
+    found = sorted(by_repeat)
+    if found != list(range(repeats)):
+        missing = sorted(set(range(repeats)) - set(found))
+        raise ValueError(f"run {run_id}: repeats {found} given, evaluate.repeats is {repeats}"
+                         + (f" (missing {missing})" if missing else ""))
+    benches = {frozenset(by_repeat[k]) for k in found}
+    if len(benches) != 1:
+        raise ValueError(f"run {run_id}: the repeats scored different benchmarks "
+                         f"{sorted(map(sorted, benches))}")
+    return rows
 
 
 def eval_files(paths: Iterable[str | Path]) -> list[Path]:

@@ -31,6 +31,8 @@ def _q(value: object) -> str:
 
 def local_benchmarks(eval_dir: Path) -> list[tuple[Benchmark, Path]]:
     """One benchmark per ``<domain>.parquet`` in ``eval_dir``, sorted by domain."""
+    import pyarrow.parquet as pq
+
     files = sorted(Path(eval_dir).glob("*.parquet"))
     if not files:
         raise FileNotFoundError(f"no held-out sets (*.parquet) in {eval_dir}")
@@ -39,7 +41,8 @@ def local_benchmarks(eval_dir: Path) -> list[tuple[Benchmark, Path]]:
         domain = f.stem
         if not _DOMAIN.match(domain):
             raise ValueError(f"held-out set {f.name}: domain name must be letters, digits, _")
-        out.append((Benchmark(domain, f"vade_{domain}", "acc", 100.0, False), f.resolve()))
+        rows = pq.ParquetFile(f).metadata.num_rows  # for the plan
+        out.append((Benchmark(domain, f"vade_{domain}", "acc", 100.0, False, rows), f.resolve()))
     return out
 
 

@@ -291,9 +291,17 @@ def suppressed_token_ids(model: Any) -> list[int]:
 
 
 def token_logprobs(model: Any, prompt_inputs: PromptInputs, response_ids: torch.Tensor,
-                   response_mask: torch.Tensor, *, temperature: float = 1.0) -> torch.Tensor:
-    """Log-probs (N, L) of ``response_ids`` after each prompt, teacher forcing; 0 where masked."""
+                   response_mask: torch.Tensor, *, temperature: float = 1.0,
+                   share_prompts: bool = True) -> torch.Tensor:
+    """Log-probs (N, L) of ``response_ids`` after each prompt, teacher forcing; 0 where masked.
+
+    ``share_prompts``: rows with the same prompt (a GRPO group) run it once
+    (``vade.models.shared_prompt``, ~3x faster at 16 x 8; equal up to float rounding); False
+    runs every row's full sequence, the reference the shared pass is tested against.
+    """
     import torch
+
+    from vade.models.shared_prompt import shared_prompt_logits
 
     n, length = response_ids.shape
     if n != len(prompt_inputs) or response_mask.shape != response_ids.shape:
@@ -301,13 +309,17 @@ def token_logprobs(model: Any, prompt_inputs: PromptInputs, response_ids: torch.
                          f"{tuple(response_ids.shape)}, response_mask {tuple(response_mask.shape)}")
     if temperature <= 0:
         raise ValueError(f"token_logprobs: temperature must be > 0, got {temperature}")
-    kw = prompt_inputs.model_kwargs()
-    kw["input_ids"] = torch.cat([kw["input_ids"], response_ids.to(kw["input_ids"].dtype)], dim=1)
-    kw["attention_mask"] = torch.cat(
-        [kw["attention_mask"], response_mask.to(kw["attention_mask"].dtype)], dim=1)
-    # Logits only for the positions that predict response tokens (the last prompt token on).
-    out = model(**kw, use_cache=False, logits_to_keep=length + 1)
-    logits = out.logits[:, :-1, :].float() / temperature
+    logits = shared_prompt_logits(model, prompt_inputs, response_ids,
+                                  response_mask) if share_prompts else None
+    if logits is None:
+        kw = prompt_inputs.model_kwargs()
+        kw["input_ids"] = torch.cat([kw["input_ids"], response_ids.to(kw["input_ids"].dtype)],
+                                    dim=1)
+        kw["attention_mask"] = torch.cat(
+            [kw["attention_mask"], response_mask.to(kw["attention_mask"].dtype)], dim=1)
+        # Logits only for the positions that predict response tokens (the last prompt token on).
+        logits = model(**kw, use_cache=False, logits_to_keep=length + 1).logits[:, :-1, :]
+    logits = logits.float() / temperature
     banned = torch.zeros(logits.shape[-1], dtype=torch.bool, device=logits.device)
     banned[suppressed_token_ids(model)] = True
     logits = logits.masked_fill(banned, float("-inf"))

@@ -1,7 +1,8 @@
 """``vade report``: Tables 1, 2, 5, Figures 1, 3, 4, the rollout headline and the per-sample view.
 
-Reads run histories (``results/<name>/runs``), evaluation files (``results/<name>/eval``) and,
-for metrics a history lacks (e.g. verl metrics other than the pooled ``val/acc``), MLflow. Writes
+Reads run histories and evaluation files (as named: the workflow names the grid's files, never a
+folder, so stale files are not read; a folder given by hand means every file in it) and, for
+metrics a history lacks (e.g. verl metrics other than the pooled ``val/acc``), MLflow. Writes
 ``<out>/report.md``, the same as one self-contained ``<out>/report.html`` (figures embedded),
 ``<out>/tables/*.html`` (one page per table) and ``<out>/figures/*.png``: fixed names, the items
 of ``snakemake --report``. Same inputs give the same files, byte for byte: nothing
@@ -20,7 +21,8 @@ __all__ = ["FIGURES", "TABLES", "add_arguments", "build_report", "run"]
 
 FIGURES = ("figure1.png", "figure3.png", "figure4.png", "difficulty_heatmap.png",
            "selection_counts.png")
-TABLES = ("runs.html", "table1.html", "table2.html", "table5.html", "headline.html")
+TABLES = ("runs.html", "table1.html", "table2.html", "table5.html", "headline.html",
+          "seeds.html")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +62,7 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
     from vade.report.collect import collect
     from vade.report.figures import VAL_ITEMS
     from vade.report.html import write_page
+    from vade.report.seeds import seed_statistics
 
     inputs = collect(runs=runs, evals=evals, expected=expected,
                      metric_names=[cfg.val_metric, cfg.grad_norm_metric, VAL_ITEMS],
@@ -82,6 +85,8 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         "table5.html": ("Table 5", tables.table5(inputs, d, paper_on)),
         "headline.html": ("Headline", tables.headline(inputs, cfg.val_metric,
                                                       cfg.headline_fraction, d)),
+        "seeds.html": ("Statistics over seeds", seed_statistics(
+            inputs, cfg.val_metric, cfg.headline_fraction, d)),
     }
     for file, (title, text) in table_md.items():
         write_page(out / "tables" / file, text, f"{name}: {title}")
@@ -101,6 +106,7 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         table_md["table2.html"][1],
         table_md["table5.html"][1],
         table_md["headline.html"][1],
+        table_md["seeds.html"][1],
         "## Figures",
         "",
         "![Figure 1](figures/figure1.png)",
@@ -147,10 +153,13 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
 
 
 def run(args: argparse.Namespace) -> int:
-    from vade.report.config import ReportConfig, expected_runs
+    import dataclasses
+
+    from vade.report.config import ReportConfig, expected_runs, table_columns
 
     config = load_config(args)
     cfg = ReportConfig.from_dict(section(config, "report", required=False))
+    cfg = dataclasses.replace(cfg, benchmarks=table_columns(config, cfg))
     name = str(config.get("name") or Path(args.out).name)
     expected = list(dict.fromkeys([*expected_runs(config), *args.expect]))
     md = build_report(name=name, cfg=cfg, runs=args.runs, evals=args.evals, out=Path(args.out),

@@ -9,7 +9,7 @@ from typing import Any
 
 from vade.config_io import check_int, reject_unknown
 
-__all__ = ["ReportConfig", "expected_runs"]
+__all__ = ["ReportConfig", "expected_runs", "table_columns"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,23 @@ class ReportConfig:
                 raise ValueError(f"report.benchmarks must be a list of distinct names, got {b!r}")
             v["benchmarks"] = tuple(b)
         return cls(**v)
+
+
+def table_columns(config: Mapping[str, Any], cfg: ReportConfig) -> tuple[str, ...] | None:
+    """The benchmark columns: ``report.benchmarks``, else, for the paper's evaluation
+    (``evaluate.kind: paper``), its benchmarks (the paper's five by default), so that one never
+    evaluated anywhere is a column of ``missing`` (and AVG missing), not silently dropped; else
+    None (the benchmarks found, e.g. the synthetic domains)."""
+    if cfg.benchmarks:
+        return cfg.benchmarks
+    ev = config.get("evaluate") or {}
+    if ev.get("kind") != "paper":
+        return None
+    if ev.get("benchmarks"):
+        return tuple(b["name"] for b in ev["benchmarks"])
+    from vade.eval.config import PAPER_BENCHMARKS
+
+    return tuple(b.name for b in PAPER_BENCHMARKS)
 
 
 def expected_runs(config: Mapping[str, Any]) -> tuple[str, ...]:

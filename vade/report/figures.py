@@ -2,7 +2,9 @@
 
 One file per figure, one row of panels per (model, algorithm), one line per run (colour = method,
 line style = seed), so every plotted line is a run in the legend (``<method> s<seed>``; the panel
-title names model and algorithm). Validation scores carry a 95% band (binomial standard error over
+title names model and algorithm). When a panel holds several seeds of a method, the method is drawn
+as its mean over seeds with a 95% t-interval band over seeds (``vade.report.stats``), each seed a
+thin faint line beneath (legend: ``<method> mean of k seeds``). Validation scores carry a 95% band (binomial standard error over
 the ``val/n`` validation items, where the history logs it) and an axis at least
 ``MIN_SCORE_SPAN`` tall, so noise is not drawn as a trend. A run that should be in a
 panel but has no curve is written into the panel as "missing: <run ids>", never left out
@@ -13,11 +15,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from vade.report.collect import Inputs
 
-__all__ = ["COLORS", "MIN_SCORE_SPAN", "VAL_ITEMS", "figure1", "figure3", "figure4", "save"]
+__all__ = ["COLORS", "MIN_SCORE_SPAN", "VAL_ITEMS", "figure1", "figure3", "figure4", "save",
+           "seed_band"]
 
 COLORS = {"vanilla": "tab:blue", "dapo": "tab:orange", "vade": "tab:red",
           "symmetric": "tab:green", "greedy": "tab:purple", "last-update": "tab:brown",
@@ -67,11 +71,31 @@ def _score_band(ax, inputs: Inputs, key, curve, xs, color: str) -> None:
                         alpha=0.15, linewidth=0)
 
 
+def seed_band(curves: Sequence, x: str) -> tuple:
+    """(x, mean, low, high) over seeds at each step that at least two seeds have (a lone seed:
+    its own steps, no band); x = the step, or the mean over seeds of the cumulative rollouts at
+    that step."""
+    import numpy as np
+
+    from vade.report.stats import mean_interval
+
+    at: dict[int, list[tuple[float, float]]] = {}
+    for c in curves:
+        for step, value, rollouts in zip(c.step.tolist(), c.value.tolist(), c.rollouts.tolist()):
+            at.setdefault(int(step), []).append((value, rollouts))
+    steps = sorted(s for s, v in at.items() if len(v) >= min(2, len(curves)))
+    ivs = [mean_interval([v for v, _ in at[s]]) for s in steps]
+    xs = [float(s) if x == "step" else float(np.nanmean([r for _, r in at[s]])) for s in steps]
+    return (np.array(xs), np.array([i.mean for i in ivs]), np.array([i.low for i in ivs]),
+            np.array([i.high for i in ivs]))
+
+
 def _panel(ax, inputs: Inputs, model: str, algo: str, methods: Sequence[str], metric: str,
            x: str, ylabel: str, score: bool, initial: bool = False) -> None:
     """``initial``: add each run's initial difficulty rollouts to its cost (x = rollouts, or
     the cumulative-rollouts curve itself)."""
     missing = []
+    by_method: dict[str, list] = {}
     for key in inputs.run_keys():
         if (key.model, key.algorithm) != (model, algo) or key.method not in methods:
             continue
@@ -79,14 +103,29 @@ def _panel(ax, inputs: Inputs, model: str, algo: str, methods: Sequence[str], me
         if curve is None or curve.step.size == 0:
             missing.append(key.run_id)
             continue
-        offset = (inputs.initial_rollouts_of(key) or 0) if initial else 0
-        xs = curve.step if x == "step" else curve.rollouts + offset
-        ys = curve.value + offset if metric == "rollouts_cumulative" else curve.value
-        color = COLORS.get(key.method, "black")
-        ax.plot(xs, ys, color=color, linestyle=_STYLES[key.seed % len(_STYLES)],
-                marker="." if xs.size < 40 else None, label=_label(inputs, key))
-        if score:
-            _score_band(ax, inputs, key, curve, xs.astype(float), color)
+        if initial:  # the run's initial difficulty rollouts count as spent before step 1
+            offset = inputs.initial_rollouts_of(key) or 0
+            curve = replace(curve, rollouts=curve.rollouts + offset,
+                            value=curve.value + offset if metric == "rollouts_cumulative"
+                            else curve.value)
+        by_method.setdefault(key.method, []).append((key, curve))
+    over_seeds = any(len(v) > 1 for v in by_method.values())
+    for method, runs in by_method.items():
+        color = COLORS.get(method, "black")
+        for key, curve in runs:
+            xs = curve.step if x == "step" else curve.rollouts
+            if over_seeds:  # each seed faint; the mean and its band carry the legend
+                ax.plot(xs, curve.value, color=color, lw=0.6, alpha=0.3)
+                continue
+            ax.plot(xs, curve.value, color=color, linestyle=_STYLES[key.seed % len(_STYLES)],
+                    marker="." if xs.size < 40 else None, label=_label(inputs, key))
+            if score:
+                _score_band(ax, inputs, key, curve, xs.astype(float), color)
+        if over_seeds:
+            bx, mean, low, high = seed_band([c for _, c in runs], x)
+            ax.plot(bx, mean, color=color, lw=1.8, marker="." if bx.size < 40 else None,
+                    label=f"{method} mean of {len(runs)} seeds")
+            ax.fill_between(bx, low, high, color=color, alpha=0.2, linewidth=0)
     ax.set_xlabel("step" if x == "step" else "cumulative rollouts", fontsize=10)
     ax.set_ylabel(ylabel, fontsize=10)
     ax.set_title(f"{model} {algo.upper()}: {ylabel}", fontsize=10)
@@ -95,8 +134,8 @@ def _panel(ax, inputs: Inputs, model: str, algo: str, methods: Sequence[str], me
     ax.set_xlim(left=0)  # curves start at step 0 / no rollouts
     if score and ax.lines:
         _min_span(ax, MIN_SCORE_SPAN)
-    if ax.lines:
-        ax.legend(fontsize=8, ncol=2 if len(ax.lines) > 4 else 1)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, ncol=2 if len(ax.get_legend_handles_labels()[0]) > 4 else 1)
     if missing:
         ax.text(0.02, 0.02, "missing: " + ", ".join(missing), transform=ax.transAxes,
                 fontsize=8, color="crimson", va="bottom", wrap=True)

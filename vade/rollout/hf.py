@@ -12,6 +12,10 @@ Each prompt is encoded once and repeated ``n`` times, and up to ``batch_size`` r
 generated per call. Sampling uses the full distribution (``top_k=0``, ``top_p=1``): the RL
 objective's ratios are only right if the behaviour policy is exactly softmax(logits / T)
 (vision placeholder tokens excluded, in sampling and in ``token_logprobs`` alike).
+With ``share_prompts`` (default) each prompt is prefilled once and its KV cache repeated for its
+``n`` samples (``vade.models.shared_prompt.sample_shared``: transformers' sampling rule, ~2x
+faster at 16 x 8); ``share_prompts=False`` calls ``model.generate`` on ``n`` copies of each
+prompt (the reference; the two agree up to float rounding in the logits).
 Temperature 0 means greedy decoding. Randomness comes from ``torch.manual_seed(seed)`` inside
 ``torch.random.fork_rng``, so a call is deterministic for (seed, batch_size) and does not disturb
 the caller's global RNG stream.
@@ -35,7 +39,8 @@ __all__ = ["HFEngine"]
 class HFEngine:
     """CPU generation engine over a loaded ``Qwen2_5_VLForConditionalGeneration``."""
 
-    def __init__(self, model: Any, processor: Any = None, *, batch_size: int = 64) -> None:
+    def __init__(self, model: Any, processor: Any = None, *, batch_size: int = 64,
+                 share_prompts: bool = True) -> None:
         from vade.models.policy import Policy
 
         if processor is None:  # HFEngine(policy): a Policy (or anything with .model/.processor)
@@ -45,6 +50,7 @@ class HFEngine:
         self.model = model
         self.processor = processor
         self.batch_size = batch_size
+        self.share_prompts = share_prompts
         policy = Policy(model, processor)
         self.eos_token_ids = policy.eos_token_ids
         self.pad_token_id = policy.pad_token_id
@@ -60,6 +66,7 @@ class HFEngine:
             response_mask_from_ids,
             suppressed_token_ids,
         )
+        from vade.models.shared_prompt import sample_shared
 
         if n < 1:
             raise ValueError(f"HFEngine.generate: n must be >= 1, got {n}")
@@ -70,6 +77,7 @@ class HFEngine:
         if not examples:
             raise ValueError("HFEngine.generate: no examples")
         per_chunk = max(1, self.batch_size // n)
+        suppress = suppressed_token_ids(self.model)
         if temperature > 0:
             sample = {"do_sample": True, "temperature": float(temperature), "top_k": 0, "top_p": 1.0}
         else:
@@ -82,12 +90,19 @@ class HFEngine:
                 torch.manual_seed(seed)
                 for start in range(0, len(examples), per_chunk):
                     chunk = examples[start:start + per_chunk]
-                    prompts = encode_prompts(self.processor, chunk).repeat_interleave(n)
-                    out = self.model.generate(
-                        **prompts.model_kwargs(), max_new_tokens=max_new_tokens,
-                        eos_token_id=self.eos_token_ids, pad_token_id=self.pad_token_id,
-                        suppress_tokens=suppressed_token_ids(self.model), **sample)
-                    ids_parts.append(out[:, prompts.input_ids.shape[1]:])
+                    encoded = encode_prompts(self.processor, chunk)
+                    prompts = encoded.repeat_interleave(n)
+                    if self.share_prompts:
+                        ids_parts.append(sample_shared(
+                            self.model, encoded, n, temperature=temperature,
+                            max_new_tokens=max_new_tokens, eos_token_ids=self.eos_token_ids,
+                            pad_token_id=self.pad_token_id, suppress=suppress))
+                    else:
+                        out = self.model.generate(
+                            **prompts.model_kwargs(), max_new_tokens=max_new_tokens,
+                            eos_token_id=self.eos_token_ids, pad_token_id=self.pad_token_id,
+                            suppress_tokens=suppress, **sample)
+                        ids_parts.append(out[:, prompts.input_ids.shape[1]:])
                     prompt_parts.append(prompts)
                     if progress is not None:
                         progress.update(len(chunk))

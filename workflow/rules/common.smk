@@ -212,6 +212,23 @@ def eval_inputs(wc):
     return inputs
 
 
+def eval_env():
+    """The paper's evaluation serves the policy or the judge with vLLM: an env that has it."""
+    ev = config["evaluate"]
+    vllm = ev.get("policy", {}).get("engine") == "vllm" or ev.get("judge", {}).get("mode") == "serve"
+    return "../../envs/eval-vllm.yaml" if vllm else "../../envs/eval.yaml"
+
+
+def eval_repeat_files(wc):
+    return [f"{RESULTS}/eval/repeats/{wc.run}/r{i}.duckdb"
+            for i in range(config["evaluate"].get("repeats", 4))]
+
+
+def eval_params():
+    """What an evaluation job and its merge depend on."""
+    return as_json({"name": NAME, "seed": config["seed"], "evaluate": config["evaluate"]})
+
+
 def checkpoint_of(wc):
     if wc.run.endswith("-base"):
         return model_ref(wc.run[: -len("-base")])

@@ -1,25 +1,58 @@
 # Stage 4: lmms-eval on every trained checkpoint and on each base model (the tables' "Base Model"
-# line): paper benchmarks with a vLLM-served judge, or the synthetic held-out sets on CPU.
-# average@k = k seeded sampling repeats. One DuckDB file of tidy rows per evaluated checkpoint.
+# line): paper benchmarks with the policy and a judge served by vLLM, or the synthetic held-out
+# sets on CPU. average@k = k seeded sampling repeats, one job each (they run in parallel on the
+# cluster), merged by a small CPU rule into one DuckDB file of tidy rows per checkpoint.
+# Each repeat job prints its plan (`vade evaluate --plan`) and refuses one that cannot finish
+# inside its runtime.
+
+
+rule evaluate_repeat:
+    input:
+        unpack(eval_inputs),
+    output:
+        f"{RESULTS}/eval/repeats/{{run}}/r{{repeat}}.duckdb",
+    wildcard_constraints:
+        run=r"[^/]+",
+        repeat=r"\d+",
+    params:
+        cfg=eval_params(),
+        checkpoint=checkpoint_of,
+        data_dir=DATA,
+        gpus=resources_of("evaluate").get("gpu", 0),
+    log:
+        main=f"logs/{NAME}/evaluate/{{run}}/r{{repeat}}.log",
+        judge=f"logs/{NAME}/evaluate/{{run}}/r{{repeat}}.judge.log",
+        samples=f"logs/{NAME}/evaluate/{{run}}/r{{repeat}}.samples.jsonl",
+    benchmark:
+        f"benchmarks/{NAME}/evaluate/{{run}}/r{{repeat}}.tsv"
+    resources:
+        **resources_of("evaluate"),
+    conda:
+        eval_env()
+    shell:
+        "python -m vade evaluate --config-json {params.cfg:q} --run-id {wildcards.run}"
+        " --repeat {wildcards.repeat} --checkpoint {params.checkpoint} --data-dir {params.data_dir}"
+        " --runtime-min {resources.runtime} --gpus {params.gpus} --judge-log {log.judge}"
+        " --samples-log {log.samples}"
+        " --out {output} > {log.main} 2>&1"
 
 
 rule evaluate:
     input:
-        unpack(eval_inputs),
+        repeats=eval_repeat_files,
+        code=sources("vade/eval/store.py", "vade/eval/command.py", "vade/tracking.py"),
     output:
         f"{RESULTS}/eval/{{run}}.duckdb",
+    wildcard_constraints:
+        run=r"[^/]+",
     params:
-        cfg=as_json({"name": NAME, "seed": config["seed"], "evaluate": config["evaluate"]}),
-        checkpoint=checkpoint_of,
-        data_dir=DATA,
+        cfg=eval_params(),
     log:
         f"logs/{NAME}/evaluate/{{run}}.log",
-    benchmark:
-        f"benchmarks/{NAME}/evaluate/{{run}}.tsv"
     resources:
-        **resources_of("evaluate"),
+        **resources_of("report"),
     conda:
-        "../../envs/eval.yaml"
+        "../../envs/cpu.yaml"
     shell:
         "python -m vade evaluate --config-json {params.cfg:q} --run-id {wildcards.run}"
-        " --checkpoint {params.checkpoint} --data-dir {params.data_dir} --out {output} > {log} 2>&1"
+        " --merge {input.repeats} --out {output} > {log} 2>&1"

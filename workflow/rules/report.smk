@@ -1,6 +1,8 @@
 # Stage 5: Tables 1, 2 and 5, Figures 1, 3 and 4, the rollout headline and the per-sample difficulty
 # view, from the runs' DuckDB histories and the evaluation files. The HTML report shows report.html
 # (everything, figures embedded), each table and each figure as items; report.md is the same text.
+# It reads exactly the rule's inputs (the grid's histories and evaluation files), never a folder
+# listing: a stale file left in results/<name>/eval by a removed grid cell is not averaged in.
 
 
 rule report:
@@ -23,10 +25,17 @@ rule report:
         ),
     params:
         cfg=as_json(
-            {"name": NAME, "report": config["report"], "experiments": config["experiments"]}
+            {
+                "name": NAME,
+                "report": config["report"],
+                "experiments": config["experiments"],
+                "evaluate": {  # the benchmark columns (vade.report.config.table_columns)
+                    "kind": config["evaluate"].get("kind", "synthetic"),
+                    "benchmarks": config["evaluate"].get("benchmarks"),
+                },
+            }
         ),
-        runs=f"{RESULTS}/runs",
-        evals=f"{RESULTS}/eval",
+        histories=lambda wc, input: [str(Path(p).with_name("history.duckdb")) for p in input.runs],
         out=lambda wc, output: Path(output.md).parent,
     log:
         f"logs/{NAME}/report.log",
@@ -35,7 +44,7 @@ rule report:
     conda:
         "../../envs/report.yaml"
     shell:
-        "python -m vade report --config-json {params.cfg:q} --runs {params.runs}"
-        " --evals {params.evals}"
+        "python -m vade report --config-json {params.cfg:q} --runs {params.histories}"
+        " --evals {input.evals}"
         " --samples {input.samples} --difficulty {input.difficulty} --out {params.out}"
         " > {log} 2>&1"

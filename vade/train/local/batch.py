@@ -52,18 +52,26 @@ def score_rollouts(texts: Sequence[str], examples: Sequence[Any], pos: np.ndarra
 
 
 def generate_groups(engine: Any, examples: Sequence[Any], ids: np.ndarray, group_size: int, *,
-                    temperature: float, max_new_tokens: int, seed: int,
+                    temperature: float, max_new_tokens: int, seed: int, phases: Any = None,
                     ) -> tuple[np.ndarray, GeneratedPiece]:
-    """G rollouts for each prompt ``ids``; returns (r = correct rollouts per prompt, piece)."""
+    """G rollouts for each prompt ``ids``; returns (r = correct rollouts per prompt, piece).
+    ``phases`` (a ``vade.train.local.timing.Phases``) gets the generation and reward seconds."""
+    from contextlib import nullcontext
+
+    def timed(phase: str) -> Any:
+        return nullcontext() if phases is None else phases.time(phase)
+
     chosen = [examples[int(i)] for i in ids]
-    ro = engine.generate(chosen, group_size, temperature=temperature,
-                         max_new_tokens=max_new_tokens, seed=seed)
+    with timed("generate"):
+        ro = engine.generate(chosen, group_size, temperature=temperature,
+                             max_new_tokens=max_new_tokens, seed=seed)
     pos = np.asarray(ro.example_pos, dtype=np.int64)
     counts = np.bincount(pos, minlength=len(chosen))
     if np.any(counts != group_size):
         raise ValueError(f"engine returned {counts.tolist()} rollouts per prompt, "
                          f"expected {group_size} each")
-    rewards, acc = score_rollouts(list(ro.texts), chosen, pos)
+    with timed("reward"):
+        rewards, acc = score_rollouts(list(ro.texts), chosen, pos)
     correct = np.bincount(pos, weights=acc, minlength=len(chosen))
     return correct, GeneratedPiece(ro, np.asarray(ids, np.int64)[pos], rewards, pos)
 

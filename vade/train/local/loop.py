@@ -31,6 +31,7 @@ import numpy as np
 
 from vade.train.config import TrainConfig
 from vade.train.local.inputs import RunPaths
+from vade.train.local.timing import PHASES, Phases
 
 __all__ = ["RESUME_MAY_CHANGE", "train_local"]
 
@@ -183,36 +184,44 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
                    mininterval=1.0 if sys.stderr.isatty() else 10.0)  # a log: a line per 10 s
         t_run = time.perf_counter()
         generated_here = 0
+        timing: dict[str, list[float]] = {k: [] for k in PHASES}  # per step, this process
         for step in bar:
+            phases = Phases()
             if _budget_spent(cfg, state["rollouts_cumulative"]):
                 break  # a resumed DAPO run that had already stopped at the rollout cap
             metrics, obs, sampler_s, generated = _train_step(
                 cfg, policy, sampler, examples, step,
-                max_rollouts=cfg.rollout_budget - state["rollouts_cumulative"], shaper=shaper)
+                max_rollouts=cfg.rollout_budget - state["rollouts_cumulative"], phases=phases,
+                shaper=shaper)
             state["rollouts_cumulative"] += generated
             generated_here += generated
             metrics["vade/rollouts_cumulative"] = float(state["rollouts_cumulative"])
             last = step == cfg.steps or _budget_spent(cfg, state["rollouts_cumulative"])
             if cfg.val_every and step % cfg.val_every == 0 or last:
-                state["val"][step] = _validate(policy.engine, val_examples, cfg, step)
+                with phases.time("validate"):
+                    state["val"][step] = _validate(policy.engine, val_examples, cfg, step)
                 metrics["val/acc"] = state["val"][step]
                 metrics["val/n"] = float(len(val_examples))  # items: the report's error bars
                 if progress:
                     bar.write(f"{run_id} step {step}/{cfg.steps}: val/acc = "
                               f"{state['val'][step]:.3f}, reward = "
                               f"{metrics['critic/score/mean']:.3f}")
-            store.log_step(obs, sampler_seconds=sampler_s, rollouts_generated=generated,
-                           metrics=metrics, state=sampler)
-            if shaper is not None:
-                store.log_levels(step, *shaper.last_update)
-            tracker.log_metrics(metrics, step=step)
+            with phases.time("log"):  # seen in done.json's timing_s (it follows the metrics)
+                store.log_step(obs, sampler_seconds=sampler_s, rollouts_generated=generated,
+                               metrics=metrics, state=sampler)
+                if shaper is not None:
+                    store.log_levels(step, *shaper.last_update)
+                tracker.log_metrics(metrics, step=step)
             state["step"] = step
             if cfg.checkpoint_every and (step % cfg.checkpoint_every == 0 or last):
-                save_checkpoint(paths.checkpoints, step, {
-                    "config": _fingerprint(cfg), "policy": policy.state_dict(),
-                    "sampler": sampler.state_dict(), "rng": capture_rng(), **state,
-                    **({"diva": shaper.state_dict()} if shaper is not None else {}),
-                }, keep=cfg.keep_checkpoints)
+                with phases.time("checkpoint"):
+                    save_checkpoint(paths.checkpoints, step, {
+                        "config": _fingerprint(cfg), "policy": policy.state_dict(),
+                        "sampler": sampler.state_dict(), "rng": capture_rng(), **state,
+                        **({"diva": shaper.state_dict()} if shaper is not None else {}),
+                    }, keep=cfg.keep_checkpoints)
+            for phase in PHASES:
+                timing[phase].append(phases.seconds.get(phase, 0.0))
             elapsed = time.perf_counter() - t_run
             bar.set_postfix(reward=f"{metrics['critic/score/mean']:.2f}",
                             eff=f"{obs.effective_ratio:.2f}",
@@ -236,6 +245,7 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
             "val_acc": {str(k): v for k, v in sorted(state["val"].items())},
             "val_acc_final": state["val"].get(state["step"]),
             "seconds_per_step_this_process": wall / max(state["step"] - start, 1),
+            "timing_s": timing,
             "mlflow_run_id": tracker.run_id, "code_version": code_version(),
             "history": str(paths.history), "final_model": str(paths.out / "final"),
         }
@@ -254,11 +264,11 @@ def _budget_spent(cfg: TrainConfig, rollouts: int) -> bool:
 
 
 def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any],
-                step: int, *, max_rollouts: int, shaper: Any = None,
+                step: int, *, max_rollouts: int, phases: Phases, shaper: Any = None,
                 ) -> tuple[dict[str, float], Any, float, int]:
     """One step: generate (DAPO: refills, at most ``max_rollouts``, what is left of the run's
     budget), update, observe. Returns metrics, the observation, sampler seconds and rollouts
-    generated."""
+    generated; ``phases`` gets the seconds of each phase."""
     from vade.train.dapo import dynamic_sample
     from vade.train.local.batch import StepBatch, derive_seed, generate_groups
     from vade.train.local.update import actor_update
@@ -269,14 +279,15 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
     def draw() -> np.ndarray:
         nonlocal sampler_s
         t = time.perf_counter()
-        ids = sampler.select()
+        with phases.time("sampler"):
+            ids = sampler.select()
         sampler_s += time.perf_counter() - t
         return ids
 
     def generate(ids: np.ndarray, attempt: int) -> tuple[np.ndarray, Any]:
         return generate_groups(policy.engine, examples, ids, g, temperature=cfg.temperature,
                                max_new_tokens=cfg.max_new_tokens,
-                               seed=derive_seed(cfg.seed, step, attempt))
+                               seed=derive_seed(cfg.seed, step, attempt), phases=phases)
 
     t0 = time.perf_counter()
     metrics: dict[str, float] = {}
@@ -311,7 +322,7 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
         correct_all, piece = generate_groups(
             policy.engine, prepared.prompts, np.arange(2 * ids.size), g,
             temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
-            seed=derive_seed(cfg.seed, step, 0))
+            seed=derive_seed(cfg.seed, step, 0), phases=phases)
         batch = StepBatch([(piece, np.arange(2 * ids.size))])
         advantages = shaper.advantages(prepared, batch.rewards, batch.sample_ids)
         obs_ids, obs_r, generated = ids, correct_all[:ids.size], 2 * ids.size * g
@@ -332,8 +343,7 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
 
     t1 = time.perf_counter()
     if len(batch):
-        metrics.update(actor_update(policy, batch, cfg,
-                                    advantages=advantages))
+        metrics.update(actor_update(policy, batch, cfg, advantages=advantages, phases=phases))
         metrics["critic/score/mean"] = float(batch.rewards.mean())
         metrics["response_length/mean"] = float(batch.response_lengths().mean())
     else:
@@ -341,7 +351,8 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
     t_update = time.perf_counter() - t1
 
     t2 = time.perf_counter()
-    obs = sampler.observe(obs_ids, obs_r, g)
+    with phases.time("sampler"):
+        obs = sampler.observe(obs_ids, obs_r, g)
     sampler_s += time.perf_counter() - t2
     metrics.update({
         "vade/effective_ratio": obs.effective_ratio,
@@ -350,6 +361,6 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
         "vade/n_selected": float(obs.indices.size),
         "vade/sampler_seconds": sampler_s,
         "timing_s/gen": t_gen, "timing_s/update": t_update,
-        "timing_s/step": time.perf_counter() - t0,
+        "timing_s/step": time.perf_counter() - t0, **phases.metrics(),
     })
     return metrics, obs, sampler_s, generated

@@ -1,0 +1,94 @@
+"""config/tiny-study.yaml: its design numbers (issue 16), its DAG, and a smoke-scale real run.
+
+The shipped config is checked against what the study must be: >= 5 epochs of the pool per run,
+>= 5 seeds, a validation set whose single-score standard error is <= 0.02, the six methods on
+GRPO, no sampler lab. A dry run in a clean copy (``workflow_copy.clean_copy``) shows its 30
+training runs. Then a real run at smoke scale (2 seeds, 3 steps, tiny data and warm start) of
+the VADE and DAPO runs through Snakemake, and ``vade report`` on them: the report's statistics
+over seeds list both seeds. Everything is real; only the sizes are small.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from test_pipeline import clone_env
+from workflow_copy import clean_copy
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+STUDY = yaml.safe_load((ROOT / "config" / "tiny-study.yaml").read_text())
+METHODS = {"vanilla", "dapo", "vade", "symmetric", "greedy", "last-update"}
+
+needs_snakemake = pytest.mark.skipif(not (BIN / "snakemake").exists(),
+                                     reason="snakemake is not installed")
+
+
+def test_study_numbers_meet_the_design():
+    train, data = STUDY["train"], STUDY["data"]["synthetic"]
+    epochs = train["steps"] * train["batch_size"] / data["train"]
+    assert epochs >= 5
+    assert len(STUDY["experiments"]["seeds"]) >= 5
+    assert math.sqrt(0.25 / data["val"]) <= 0.02  # worst case p = 0.5
+    grid = STUDY["experiments"]["grid"]
+    assert {m for b in grid for m in b["methods"]} >= METHODS
+    assert all("grpo" in b["algorithms"] for b in grid)
+    assert STUDY["simulate"]["enabled"] is False
+    # every key the study shares with the demo has the demo's value, except the study's own
+    tiny = yaml.safe_load((ROOT / "config" / "tiny.yaml").read_text())
+    assert STUDY["models"] == tiny["models"] and STUDY["sampler"] == tiny["sampler"]
+    assert {k: v for k, v in STUDY["train"].items() if k not in ("steps", "val_every",
+                                                                  "checkpoint_every")} == {
+        k: v for k, v in tiny["train"].items() if k not in ("steps", "val_every",
+                                                             "checkpoint_every")}
+
+
+def _snakemake(cwd: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "snakemake"), *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env=clone_env(), check=False)
+
+
+@needs_snakemake
+def test_study_dry_run_has_thirty_runs(tmp_path):
+    repo = clean_copy(tmp_path / "repo")
+    proc = _snakemake(repo, "-n", "--configfile", "config/tiny-study.yaml")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    out = proc.stdout + proc.stderr
+    table = out.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    counts = {ln.split()[0]: int(ln.split()[1]) for ln in table.splitlines()[3:] if ln.strip()}
+    assert counts["train"] == 30 and counts["evaluate"] == 31 and "simulate" not in counts
+    assert "results/tiny-study/runs/tiny-grpo-last-update-s4/done.json" in out
+
+
+@pytest.mark.slow
+@needs_snakemake
+def test_study_at_smoke_scale_trains_two_seeds_and_reports_intervals(tmp_path):
+    repo = clean_copy(tmp_path / "repo")
+    cfg = yaml.safe_load((repo / "config" / "tiny-study.yaml").read_text())
+    cfg["data"]["synthetic"].update(train=32, val=8, warmstart=32, eval=4)
+    cfg["models"]["tiny"]["warm_start"].update(steps=2)
+    cfg["train"].update(steps=2, batch_size=8, val_every=2, checkpoint_every=0)
+    cfg["dapo"]["max_rollout_factor"] = 1.5  # an untrained model: few informative groups
+    cfg["experiments"]["seeds"] = [0, 1]
+    (repo / "config" / "smoke-study.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    runs = [f"results/tiny-study/runs/tiny-grpo-{m}-s{s}/done.json"
+            for m in ("vade", "dapo") for s in (0, 1)]
+    proc = _snakemake(repo, *runs, "--cores", "2", "--configfile", "config/smoke-study.yaml")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    from vade.report.command import build_report
+    from vade.report.config import ReportConfig
+
+    md = build_report(name="tiny-study", cfg=ReportConfig.from_dict({}),
+                      runs=[repo / "results" / "tiny-study" / "runs"], evals=[],
+                      out=tmp_path / "report").read_text()
+    stats = md.split("## Statistics over seeds", 1)[1].split("\n## ", 1)[0]
+    rows = {ln.split(" | ")[0].lstrip("| "): ln.split(" | ") for ln in stats.splitlines()
+            if ln.startswith("| ")}
+    assert rows["vade"][1] == "2" and rows["dapo"][1] == "2"  # both seeds, complete
+    assert "[" in rows["vade"][2]  # a mean with its interval
+    assert "cannot rank" not in stats

@@ -95,3 +95,27 @@ def test_attach_without_a_run_creates_and_ends_one_and_modes_are_checked(tmp_pat
     assert run.info.status == "FINISHED" and run.info.end_time is not None
     with pytest.raises(ValueError, match="mode"):
         Tracker(uri, "tiny", "x", mode="reopen")
+
+
+def _open_at_once(uri: str, name: str, barrier) -> str:
+    barrier.wait()
+    with Tracker(uri, "tiny", name, mode="new") as t:
+        t.log_metrics({"x": 1.0}, step=1)
+    return name
+
+
+def test_parallel_jobs_can_open_a_new_store_together(tmp_path):
+    """Four processes (what parallel Snakemake jobs are) open one not-yet-existing sqlite store at
+    the same moment: every one gets its run (real MLflow migrations and experiment creation)."""
+    import multiprocessing as mp
+
+    uri = f"sqlite:///{tmp_path}/fresh/mlflow.db"
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as manager:
+        barrier = manager.Barrier(4)
+        with ctx.Pool(4) as pool:
+            done = pool.starmap(_open_at_once, [(uri, f"run-{i}", barrier) for i in range(4)])
+    client = Tracker(uri, "tiny", "reader", mode="attach").client
+    exp = client.get_experiment_by_name("tiny")
+    names = {r.info.run_name for r in client.search_runs([exp.experiment_id])}
+    assert sorted(done) == [f"run-{i}" for i in range(4)] and {"run-0", "run-3"} <= names

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,28 @@ class NullTracker:
 MODES = ("new", "resume", "attach")
 
 
+@contextmanager
+def _first_use_lock(uri: str) -> Iterator[None]:
+    """Serialise opening a local ``sqlite:///`` store across processes (a file lock beside it).
+
+    Parallel jobs (``snakemake --cores 2`` starts two trainings at once) that open a store that does
+    not exist yet both run MLflow's schema migrations, and one fails ("Online migration expected to
+    match one row"); two that find no experiment both create it. Only the opening is serialised:
+    logging afterwards goes through SQLite's own locking.
+    """
+    if not uri.startswith(_SQLITE):
+        yield
+        return
+    import fcntl
+
+    with open(f"{uri[len(_SQLITE):]}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class Tracker(NullTracker):
     """One MLflow run named ``run_name`` in ``experiment``, opened as ``mode`` says (module doc)."""
 
@@ -124,10 +147,11 @@ class Tracker(NullTracker):
             db.parent.mkdir(parents=True, exist_ok=True)
             artifacts = (db.parent / "mlartifacts").resolve().as_uri()
         self.uri = uri
-        self.client = MlflowClient(tracking_uri=uri)
-        exp = self.client.get_experiment_by_name(experiment)
-        exp_id = (exp.experiment_id if exp is not None
-                  else self.client.create_experiment(experiment, artifact_location=artifacts))
+        with _first_use_lock(uri):
+            self.client = MlflowClient(tracking_uri=uri)
+            exp = self.client.get_experiment_by_name(experiment)
+            exp_id = (exp.experiment_id if exp is not None
+                      else self.client.create_experiment(experiment, artifact_location=artifacts))
         quoted = run_name.replace("'", "\\'")
         found = self.client.search_runs([exp_id], f"attributes.run_name = '{quoted}'",
                                         order_by=["attributes.start_time DESC"])

@@ -32,7 +32,7 @@ test: $(VENV)/.stamp-test
 
 demo: $(VENV)/.stamp-demo
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" snakemake --cores 2 --configfile config/tiny.yaml
-	@echo "report: reports/tiny/report.md"
+	@echo "report: reports/tiny/report.html (text: reports/tiny/report.md; logs: logs/tiny/)"
 
 bench: $(VENV)/.stamp-demo
 	$(VENV)/bin/vade bench sampler

@@ -61,3 +61,25 @@ def test_synthetic_columns_stay_the_domains_found(tmp_path):
     md = (tmp_path / "r" / "report.md").read_text()
     assert "MathVista" not in md
     assert _row(md, "m", "-", "Base Model")[3:5] == ["10.00", "10.00"]  # math, AVG
+
+
+def test_headline_when_dapo_peaks_before_training():
+    """A short run whose DAPO validation is best at step 0 (0 rollouts): the headline row says
+    why there is no ratio instead of the whole report failing (found by the tiny pipeline)."""
+    import numpy as np
+
+    from vade.report.collect import Curve, Inputs, RunInfo
+    from vade.report.tables import headline
+
+    def run(rid: str, values: list[float]) -> RunInfo:
+        x = np.arange(len(values), dtype=float)
+        return RunInfo(parse_run_id(rid), "complete",
+                       curves={"val/acc": Curve(x, np.array(values), x * 64, "duckdb")})
+
+    runs = {"m-grpo-dapo-s0": run("m-grpo-dapo-s0", [0.5, 0.3, 0.4]),
+            "m-grpo-vade-s0": run("m-grpo-vade-s0", [0.5, 0.45, 0.6])}
+    md = headline(Inputs(runs, {}, [], None, {}, {}, []), "val/acc", 0.995)
+    row = _row(md, "m", "GRPO", "0")
+    assert row[3:9] == ["missing"] * 6
+    assert row[9] == ("m-grpo-dapo-s0: DAPO reaches its peak at 0 cumulative rollouts: "
+                      "no ratio exists")

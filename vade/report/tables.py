@@ -232,7 +232,11 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
             if why:
                 body.append([model, algo.upper(), str(seed), *["missing"] * 6, "; ".join(why)])
                 continue
-            r = rollout_ratio(dc.rollouts, dc.value, vc.rollouts, vc.value, fraction)
+            try:
+                r = rollout_ratio(dc.rollouts, dc.value, vc.rollouts, vc.value, fraction)
+            except ValueError as exc:  # e.g. DAPO peaks at step 0: a row that says so, no crash
+                body.append([model, algo.upper(), str(seed), *["missing"] * 6, f"{ids[0]}: {exc}"])
+                continue
             f = f"{{:.{decimals + 1}f}}"  # scores in [0, 1]: one more digit shows the target
             reach = (f"{r.vade_rollouts_to_target:.0f}" if r.reached
                      else f"never reached (best {f.format(r.vade_best)})")

@@ -235,7 +235,8 @@ def eval_inputs(wc):
 def eval_env():
     """The paper's evaluation serves the policy or the judge with vLLM: an env that has it."""
     ev = config["evaluate"]
-    vllm = ev.get("policy", {}).get("engine") == "vllm" or ev.get("judge", {}).get("mode") == "serve"
+    policy, judge = ev.get("policy", {}), ev.get("judge", {})
+    vllm = policy.get("engine") == "vllm" or judge.get("mode") == "serve"
     return "../../envs/eval-vllm.yaml" if vllm else "../../envs/eval.yaml"
 
 

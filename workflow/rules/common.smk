@@ -245,6 +245,26 @@ def eval_repeat_files(wc):
             for i in range(config["evaluate"].get("repeats", 4))]
 
 
+def evaluation_plan():
+    """`vade evaluate --plan` for the dry run's log: (text, refusal or None). Imported from the
+    checkout (appended to sys.path, so it shadows nothing installed); pure arithmetic."""
+    import sys
+
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))
+    from vade.eval.config import EvaluateConfig
+    from vade.eval.plan import PlanError, make_plan
+
+    res = resources_of("evaluate")
+    plan = make_plan(EvaluateConfig.from_dict(config["evaluate"]), runtime_min=res["runtime"],
+                     gpus=res.get("gpu", 0))
+    try:
+        plan.check()
+    except PlanError as exc:
+        return "\n".join(plan.lines()), str(exc)
+    return "\n".join(plan.lines()), None
+
+
 def eval_params():
     """What an evaluation job and its merge depend on."""
     return as_json({"name": NAME, "seed": config["seed"], "evaluate": config["evaluate"]})

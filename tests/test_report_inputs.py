@@ -83,3 +83,22 @@ def test_headline_when_dapo_peaks_before_training():
     assert row[3:9] == ["missing"] * 6
     assert row[9] == ("m-grpo-dapo-s0: DAPO reaches its peak at 0 cumulative rollouts: "
                       "no ratio exists")
+
+
+def test_headline_checks_both_curves_for_rollout_counts():
+    """A VADE curve without cumulative rollouts (e.g. MLflow-only metrics of a run whose history
+    lacks them) cannot place the target on the rollout axis: named, not read as 'never reached'."""
+    import numpy as np
+
+    from vade.report.collect import Curve, Inputs, RunInfo
+    from vade.report.tables import headline
+
+    x = np.arange(3, dtype=float)
+    dapo = RunInfo(parse_run_id("m-grpo-dapo-s0"), "complete",
+                   curves={"val/acc": Curve(x, np.array([0.1, 0.3, 0.5]), x * 64, "duckdb")})
+    vade = RunInfo(parse_run_id("m-grpo-vade-s0"), "complete",
+                   curves={"val/acc": Curve(x, np.array([0.1, 0.6, 0.7]), x * np.nan, "mlflow")})
+    md = headline(Inputs({"m-grpo-dapo-s0": dapo, "m-grpo-vade-s0": vade}, {}, [], None, {}, {},
+                         []), "val/acc", 0.995)
+    row = _row(md, "m", "GRPO", "0")
+    assert row[3:9] == ["missing"] * 6 and row[9] == "m-grpo-vade-s0: no cumulative rollouts"

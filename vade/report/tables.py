@@ -227,8 +227,8 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
             vc = v.curves.get(val_metric) if v else None
             why = [f"{rid}: {'no run' if info is None else info.status}, no '{val_metric}' curve"
                    for rid, info, c in zip(ids, (d, v), (dc, vc)) if c is None]
-            if dc is not None and np.isnan(dc.rollouts).all():
-                why.append(f"{ids[0]}: no cumulative rollouts")
+            why += [f"{rid}: no cumulative rollouts" for rid, c in zip(ids, (dc, vc))
+                    if c is not None and np.isnan(c.rollouts).all()]  # both curves: x axis
             if why:
                 body.append([model, algo.upper(), str(seed), *["missing"] * 6, "; ".join(why)])
                 continue

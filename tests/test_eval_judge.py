@@ -136,7 +136,8 @@ def test_served_judge_is_started_waited_for_and_stopped(tmp_path, monkeypatch):
 
         env = h.env
         # lmms-eval is pointed at the counting relay in front of the judge on `port`
-        assert os.environ["OPENAI_API_URL"] == env["OPENAI_API_URL"] != f"http://127.0.0.1:{port}/v1"
+        judge_url = f"http://127.0.0.1:{port}/v1"
+        assert os.environ["OPENAI_API_URL"] == env["OPENAI_API_URL"] != judge_url
         with urllib.request.urlopen(env["OPENAI_API_URL"] + "/models", timeout=5) as r:
             served = json.loads(r.read())["data"][0]["id"]
         assert served == env["MODEL_VERSION"] and served.startswith("j72-t-r0-")  # unique

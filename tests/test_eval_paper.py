@@ -1,5 +1,5 @@
 """The paper config's evaluation settings: which tasks, which output limit, which image limits
-(pure config and command building; lmms-eval's own argument parser is real, nothing runs a model)."""
+(pure config and command building; lmms-eval's own argument parser is real, no model runs)."""
 
 from __future__ import annotations
 

@@ -61,3 +61,44 @@ def test_synthetic_columns_stay_the_domains_found(tmp_path):
     md = (tmp_path / "r" / "report.md").read_text()
     assert "MathVista" not in md
     assert _row(md, "m", "-", "Base Model")[3:5] == ["10.00", "10.00"]  # math, AVG
+
+
+def test_headline_when_dapo_peaks_before_training():
+    """A short run whose DAPO validation is best at step 0 (0 rollouts): the headline row says
+    why there is no ratio instead of the whole report failing (found by the tiny pipeline)."""
+    import numpy as np
+
+    from vade.report.collect import Curve, Inputs, RunInfo
+    from vade.report.tables import headline
+
+    def run(rid: str, values: list[float]) -> RunInfo:
+        x = np.arange(len(values), dtype=float)
+        return RunInfo(parse_run_id(rid), "complete",
+                       curves={"val/acc": Curve(x, np.array(values), x * 64, "duckdb")})
+
+    runs = {"m-grpo-dapo-s0": run("m-grpo-dapo-s0", [0.5, 0.3, 0.4]),
+            "m-grpo-vade-s0": run("m-grpo-vade-s0", [0.5, 0.45, 0.6])}
+    md = headline(Inputs(runs, {}, [], None, {}, {}, []), "val/acc", 0.995)
+    row = _row(md, "m", "GRPO", "0")
+    assert row[3:9] == ["missing"] * 6
+    assert row[9] == ("m-grpo-dapo-s0: DAPO reaches its peak at 0 cumulative rollouts: "
+                      "no ratio exists")
+
+
+def test_headline_checks_both_curves_for_rollout_counts():
+    """A VADE curve without cumulative rollouts (e.g. MLflow-only metrics of a run whose history
+    lacks them) cannot place the target on the rollout axis: named, not read as 'never reached'."""
+    import numpy as np
+
+    from vade.report.collect import Curve, Inputs, RunInfo
+    from vade.report.tables import headline
+
+    x = np.arange(3, dtype=float)
+    dapo = RunInfo(parse_run_id("m-grpo-dapo-s0"), "complete",
+                   curves={"val/acc": Curve(x, np.array([0.1, 0.3, 0.5]), x * 64, "duckdb")})
+    vade = RunInfo(parse_run_id("m-grpo-vade-s0"), "complete",
+                   curves={"val/acc": Curve(x, np.array([0.1, 0.6, 0.7]), x * np.nan, "mlflow")})
+    md = headline(Inputs({"m-grpo-dapo-s0": dapo, "m-grpo-vade-s0": vade}, {}, [], None, {}, {},
+                         []), "val/acc", 0.995)
+    row = _row(md, "m", "GRPO", "0")
+    assert row[3:9] == ["missing"] * 6 and row[9] == "m-grpo-vade-s0: no cumulative rollouts"

@@ -113,7 +113,7 @@ class JudgeConfig:
     command: tuple[str, ...] = ()     # full server command line instead of vLLM's (serve);
     #                                   "{port}" and "{served_name}" are filled in
     ready_timeout_s: int = 1800
-    max_error_fraction: float = 0.02  # judge calls failed or empty, above which a job scores nothing
+    max_error_fraction: float = 0.02  # failed or empty judge calls above which a job scores nothing
 
     @classmethod
     def from_dict(cls, v: Mapping[str, Any]) -> JudgeConfig:

@@ -126,7 +126,8 @@ def gen_kwargs(cfg: EvaluateConfig, seed: int | None = None) -> str:
     output limit and one temperature hold for all benchmarks. ``seed`` goes to each request (the
     vLLM backend fixes its engine seed, so repeats differ only through it)."""
     parts = [f"max_new_tokens={cfg.output_tokens}", f"temperature={cfg.temperature}"]
-    parts += [f"top_p={cfg.top_p}", "do_sample=True"] if cfg.temperature > 0 else ["do_sample=False"]
+    sampling = [f"top_p={cfg.top_p}", "do_sample=True"]
+    parts += sampling if cfg.temperature > 0 else ["do_sample=False"]
     if seed is not None:
         parts.append(f"seed={seed}")
     return ",".join(parts)

@@ -234,8 +234,8 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
             vc = v.curves.get(val_metric) if v else None
             why = [f"{rid}: {'no run' if info is None else info.status}, no '{val_metric}' curve"
                    for rid, info, c in zip(ids, (d, v), (dc, vc)) if c is None]
-            if dc is not None and np.isnan(dc.rollouts).all():
-                why.append(f"{ids[0]}: no cumulative rollouts")
+            why += [f"{rid}: no cumulative rollouts" for rid, c in zip(ids, (dc, vc))
+                    if c is not None and np.isnan(c.rollouts).all()]  # both curves: x axis
             if why:
                 body.append([model, algo.upper(), str(seed), *["missing"] * 8, "; ".join(why)])
                 continue
@@ -245,7 +245,11 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
                              f"{ids[0]}: DAPO's best score is its starting one (0 rollouts):"
                              + " no ratio"])
                 continue
-            r = rollout_ratio(dc.rollouts, dc.value, vc.rollouts, vc.value, fraction)
+            try:
+                r = rollout_ratio(dc.rollouts, dc.value, vc.rollouts, vc.value, fraction)
+            except ValueError as exc:  # e.g. DAPO peaks at step 0: a row that says so, no crash
+                body.append([model, algo.upper(), str(seed), *["missing"] * 6, f"{ids[0]}: {exc}"])
+                continue
             f = f"{{:.{decimals + 1}f}}"  # scores in [0, 1]: one more digit shows the target
             offset = inputs.initial_rollouts_of(v.key)
             with_initial = (["n/a (no difficulty file)"] * 2 if offset is None else _reach(

@@ -31,6 +31,26 @@ if config["tracking"].get("mlflow_uri"):
     os.environ.update(MLFLOW_TRACKING_URI=config["tracking"]["mlflow_uri"])
 elif "MLFLOW_TRACKING_URI" not in os.environ:  # relative: jobs run in the working directory
     os.environ.update(MLFLOW_TRACKING_URI=f"sqlite:///{RESULTS}/mlflow.db")
+
+
+def init_local_mlflow_store():
+    """Create the local MLflow store (sqlite) once, before any job starts. MLflow builds a new
+    sqlite store's schema on first use; jobs that start together (two training runs, an
+    evaluation merge) would each run those migrations on the same fresh file and fail
+    ("duplicate column name", "alembic_version ... 0 found"). A server URI needs nothing."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if not uri.startswith("sqlite:///"):
+        return
+    Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
+
+
+onstart:
+    init_local_mlflow_store()
+
+
 # The profile's (slurm/config.yaml) values a user must replace: left as they are, sbatch fails
 # only once jobs are submitted, so say it at the start, dry runs included.
 PROFILE_PLACEHOLDERS = {"your-account", "your-cpu-partition", "your-gpu-partition"}
@@ -215,13 +235,34 @@ def eval_inputs(wc):
 def eval_env():
     """The paper's evaluation serves the policy or the judge with vLLM: an env that has it."""
     ev = config["evaluate"]
-    vllm = ev.get("policy", {}).get("engine") == "vllm" or ev.get("judge", {}).get("mode") == "serve"
+    policy, judge = ev.get("policy", {}), ev.get("judge", {})
+    vllm = policy.get("engine") == "vllm" or judge.get("mode") == "serve"
     return "../../envs/eval-vllm.yaml" if vllm else "../../envs/eval.yaml"
 
 
 def eval_repeat_files(wc):
     return [f"{RESULTS}/eval/repeats/{wc.run}/r{i}.duckdb"
             for i in range(config["evaluate"].get("repeats", 4))]
+
+
+def evaluation_plan():
+    """`vade evaluate --plan` for the dry run's log: (text, refusal or None). Imported from the
+    checkout (appended to sys.path, so it shadows nothing installed); pure arithmetic."""
+    import sys
+
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))
+    from vade.eval.config import EvaluateConfig
+    from vade.eval.plan import PlanError, make_plan
+
+    res = resources_of("evaluate")
+    plan = make_plan(EvaluateConfig.from_dict(config["evaluate"]), runtime_min=res["runtime"],
+                     gpus=res.get("gpu", 0))
+    try:
+        plan.check()
+    except PlanError as exc:
+        return "\n".join(plan.lines()), str(exc)
+    return "\n".join(plan.lines()), None
 
 
 def eval_params():

@@ -6,6 +6,13 @@
 # inside its runtime.
 
 
+if config["evaluate"].get("kind") == "paper":  # the paper's cost, on every run and dry run
+    _plan_text, _refusal = evaluation_plan()
+    logger.info(_plan_text)
+    if _refusal:
+        logger.warning(f"{_refusal} (every evaluation job will refuse to start)")
+
+
 rule evaluate_repeat:
     input:
         unpack(eval_inputs),

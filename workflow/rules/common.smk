@@ -30,25 +30,8 @@ os.environ.update(
 if config["tracking"].get("mlflow_uri"):
     os.environ.update(MLFLOW_TRACKING_URI=config["tracking"]["mlflow_uri"])
 elif "MLFLOW_TRACKING_URI" not in os.environ:  # relative: jobs run in the working directory
+    # (jobs that start together and open the new store serialise on a lock: vade/tracking.py)
     os.environ.update(MLFLOW_TRACKING_URI=f"sqlite:///{RESULTS}/mlflow.db")
-
-
-def init_local_mlflow_store():
-    """Create the local MLflow store (sqlite) once, before any job starts. MLflow builds a new
-    sqlite store's schema on first use; jobs that start together (two training runs, an
-    evaluation merge) would each run those migrations on the same fresh file and fail
-    ("duplicate column name", "alembic_version ... 0 found"). A server URI needs nothing."""
-    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
-    if not uri.startswith("sqlite:///"):
-        return
-    Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-    from mlflow.tracking import MlflowClient
-
-    MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
-
-
-onstart:
-    init_local_mlflow_store()
 
 
 # The profile's (slurm/config.yaml) values a user must replace: left as they are, sbatch fails

@@ -409,3 +409,13 @@ def test_table1_has_diva_rows_when_diva_runs_exist(tmp_path):
     assert _row(t1, "tiny", "GRPO", "DIVA-GRPO")[3:5] == ["55.00 ▲+10.00", "55.00 ▲+10.00"]
     assert _row(t1, "tiny", "GRPO", "VADE + DIVA")[3] == "30.00 ▼-15.00"
     assert _row(t1, "tiny", "GRPO", "VADE + DIVA")[-1] == "tiny-grpo-vade-diva-s0"
+
+
+def test_a_difference_that_prints_as_zero_is_marked_equal():
+    from vade.report.tables import Cell, _delta
+
+    cell = Cell(65.8333333, ("a",), (), False)
+    ref = Cell(65.8333334, ("b",), (), False)  # float noise below the printed digits
+    assert _delta(cell, ref, 2) == "65.83 =+0.00"
+    assert _delta(Cell(65.84, ("a",), (), False), ref, 2) == "65.84 ▲+0.01"
+    assert _delta(Cell(65.82, ("a",), (), False), ref, 2) == "65.82 ▼-0.01"

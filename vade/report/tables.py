@@ -80,9 +80,9 @@ def _avg(cells: list[Cell]) -> Cell:
 def _delta(cell: Cell, ref: Cell | None, decimals: int) -> str:
     if ref is None or cell.value is None or ref.value is None:
         return cell.text(decimals)
-    d = cell.value - ref.value
+    d = round(cell.value - ref.value, decimals)  # as printed: 65.83 - 65.83 is 0, never -0.00
     mark = "▲" if d > 0 else ("▼" if d < 0 else "=")
-    return f"{cell.text(decimals)} {mark}{d:+.{decimals}f}"
+    return f"{cell.text(decimals)} {mark}{d + 0.0:+.{decimals}f}"
 
 
 def _pairs(inputs: Inputs, methods: Sequence[str]) -> list[tuple[str, str]]:

@@ -80,8 +80,8 @@ def test_headline_when_dapo_peaks_before_training():
             "m-grpo-vade-s0": run("m-grpo-vade-s0", [0.5, 0.45, 0.6])}
     md = headline(Inputs(runs, {}, [], None, {}, {}, []), "val/acc", 0.995)
     row = _row(md, "m", "GRPO", "0")
-    assert row[3:9] == ["missing"] * 6
-    assert row[9] == ("m-grpo-dapo-s0: DAPO reaches its peak at 0 cumulative rollouts: "
+    assert row[3:11] == ["missing"] * 8
+    assert row[11] == ("m-grpo-dapo-s0: DAPO reaches its peak at 0 cumulative rollouts: "
                       "no ratio exists")
 
 
@@ -101,4 +101,4 @@ def test_headline_checks_both_curves_for_rollout_counts():
     md = headline(Inputs({"m-grpo-dapo-s0": dapo, "m-grpo-vade-s0": vade}, {}, [], None, {}, {},
                          []), "val/acc", 0.995)
     row = _row(md, "m", "GRPO", "0")
-    assert row[3:9] == ["missing"] * 6 and row[9] == "m-grpo-vade-s0: no cumulative rollouts"
+    assert row[3:11] == ["missing"] * 8 and row[11] == "m-grpo-vade-s0: no cumulative rollouts"

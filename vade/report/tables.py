@@ -15,7 +15,7 @@ import numpy as np
 
 from vade.report import paper
 from vade.report.collect import Inputs, RunInfo, RunKey
-from vade.report.curves import RolloutRatio, first_reaching, rollout_ratio
+from vade.report.curves import RolloutRatio, rollout_ratio
 
 __all__ = ["ABLATIONS", "METHOD_LABELS", "headline", "inventory", "table1", "table2", "table5"]
 
@@ -239,16 +239,10 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
             if why:
                 body.append([model, algo.upper(), str(seed), *["missing"] * 8, "; ".join(why)])
                 continue
-            if np.isfinite(dc.value).any() and first_reaching(
-                    dc.rollouts, dc.value, float(np.nanmax(dc.value))) == 0:
-                body.append([model, algo.upper(), str(seed), *["-"] * 8,
-                             f"{ids[0]}: DAPO's best score is its starting one (0 rollouts):"
-                             + " no ratio"])
-                continue
             try:
                 r = rollout_ratio(dc.rollouts, dc.value, vc.rollouts, vc.value, fraction)
             except ValueError as exc:  # e.g. DAPO peaks at step 0: a row that says so, no crash
-                body.append([model, algo.upper(), str(seed), *["missing"] * 6, f"{ids[0]}: {exc}"])
+                body.append([model, algo.upper(), str(seed), *["missing"] * 8, f"{ids[0]}: {exc}"])
                 continue
             f = f"{{:.{decimals + 1}f}}"  # scores in [0, 1]: one more digit shows the target
             offset = inputs.initial_rollouts_of(v.key)

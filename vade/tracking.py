@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,26 @@ class NullTracker:
 MODES = ("new", "resume", "attach")
 
 
+@contextmanager
+def _store_lock(uri: str) -> Iterator[None]:
+    """An exclusive lock beside a local sqlite store while it is opened (schema migration) and
+    its experiment looked up or created: two jobs opening a fresh store at once (2 cores, two
+    training runs starting together) otherwise race and one fails ("table ... already exists").
+    Server URIs need no lock."""
+    if not uri.startswith(_SQLITE):
+        yield
+        return
+    import fcntl
+
+    db = Path(uri[len(_SQLITE):])
+    with open(db.with_name(f".{db.name}.lock"), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 class Tracker(NullTracker):
     """One MLflow run named ``run_name`` in ``experiment``, opened as ``mode`` says (module doc)."""
 
@@ -124,10 +145,11 @@ class Tracker(NullTracker):
             db.parent.mkdir(parents=True, exist_ok=True)
             artifacts = (db.parent / "mlartifacts").resolve().as_uri()
         self.uri = uri
-        self.client = MlflowClient(tracking_uri=uri)
-        exp = self.client.get_experiment_by_name(experiment)
-        exp_id = (exp.experiment_id if exp is not None
-                  else self.client.create_experiment(experiment, artifact_location=artifacts))
+        with _store_lock(uri):  # parallel jobs: one creates the schema and the experiment
+            self.client = MlflowClient(tracking_uri=uri)
+            exp = self.client.get_experiment_by_name(experiment)
+            exp_id = (exp.experiment_id if exp is not None
+                      else self.client.create_experiment(experiment, artifact_location=artifacts))
         quoted = run_name.replace("'", "\\'")
         found = self.client.search_runs([exp_id], f"attributes.run_name = '{quoted}'",
                                         order_by=["attributes.start_time DESC"])

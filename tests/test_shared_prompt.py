@@ -31,11 +31,11 @@ def prompts(policy):  # noqa: F811 (the imported fixture)
     return encode_prompts(policy.processor, exs).select([0, 0, 1, 2, 1, 3, 3, 0])
 
 
-def _responses(policy, n: int, length: int = 7) -> tuple[torch.Tensor, torch.Tensor]:
+def _responses(pol, n: int, length: int = 7) -> tuple[torch.Tensor, torch.Tensor]:
     """Random response tokens (never a vision placeholder), ragged lengths 1..length."""
     g = torch.Generator().manual_seed(0)
-    vocab = policy.model.config.text_config.vocab_size
-    banned = set(suppressed_token_ids(policy.model))
+    vocab = pol.model.config.text_config.vocab_size
+    banned = set(suppressed_token_ids(pol.model))
     allowed = torch.tensor([t for t in range(vocab) if t not in banned])
     ids = allowed[torch.randint(len(allowed), (n, length), generator=g)]
     lengths = torch.tensor([1, 7, 3, 5, 7, 2, 6, 4])[:n]

@@ -10,27 +10,19 @@ transformers' own ``generate``.
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import pytest
 import torch
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-torch.set_num_threads(1)
+from test_rollout_engines import policy  # noqa: F401  (the same tiny policy fixture)
 
 from vade.models.policy import encode_prompts, suppressed_token_ids, token_logprobs
 from vade.models.shared_prompt import distinct_prompts
-from vade.models.testing import bar_examples, tiny_policy
+from vade.models.testing import bar_examples
 from vade.rollout import HFEngine
 
 
 @pytest.fixture(scope="module")
-def policy():
-    return tiny_policy(bar_examples(6, seed=3))
-
-
-@pytest.fixture(scope="module")
-def prompts(policy):
+def prompts(policy):  # noqa: F811 (the imported fixture)
     exs = bar_examples(4, seed=5)
     longer = [{"role": "user", "content": m["content"] + " Look carefully at every bar first."}
               for m in exs[1].messages]
@@ -39,11 +31,11 @@ def prompts(policy):
     return encode_prompts(policy.processor, exs).select([0, 0, 1, 2, 1, 3, 3, 0])
 
 
-def _responses(policy, n: int, length: int = 7) -> tuple[torch.Tensor, torch.Tensor]:
+def _responses(pol, n: int, length: int = 7) -> tuple[torch.Tensor, torch.Tensor]:
     """Random response tokens (never a vision placeholder), ragged lengths 1..length."""
     g = torch.Generator().manual_seed(0)
-    vocab = policy.model.config.text_config.vocab_size
-    banned = set(suppressed_token_ids(policy.model))
+    vocab = pol.model.config.text_config.vocab_size
+    banned = set(suppressed_token_ids(pol.model))
     allowed = torch.tensor([t for t in range(vocab) if t not in banned])
     ids = allowed[torch.randint(len(allowed), (n, length), generator=g)]
     lengths = torch.tensor([1, 7, 3, 5, 7, 2, 6, 4])[:n]
@@ -57,7 +49,7 @@ def test_distinct_prompts_groups_equal_rows(prompts):
     assert inverse.tolist() == [0, 0, 1, 2, 1, 3, 3, 0]
 
 
-def test_shared_logprobs_and_gradients_equal_the_full_pass(policy, prompts):
+def test_shared_logprobs_and_gradients_equal_the_full_pass(policy, prompts):  # noqa: F811
     ids, mask = _responses(policy, len(prompts))
     model = policy.model
     full = token_logprobs(model, prompts, ids, mask, temperature=0.7, share_prompts=False)
@@ -77,7 +69,7 @@ def test_shared_logprobs_and_gradients_equal_the_full_pass(policy, prompts):
         torch.testing.assert_close(grads[1][k], grads[0][k], atol=1e-4, rtol=1e-4)
 
 
-def test_shared_sampling_draws_what_generate_draws(policy):
+def test_shared_sampling_draws_what_generate_draws(policy):  # noqa: F811
     """Same seed, same RNG use: the shared sampler and ``model.generate`` give the same tokens
     (sampled at T=1 and greedy), ragged endings and padding included."""
     exs = bar_examples(5, seed=8)

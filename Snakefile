@@ -24,7 +24,7 @@ include: "workflow/rules/common.smk"
 wildcard_constraints:
     model=r"[A-Za-z0-9_.-]+",
     algorithm="grpo|gspo",
-    method="vanilla|dapo|vade|symmetric|greedy|last-update|diva|vade-diva",
+    method="|".join(METHODS.NAMES),  # vade/methods.py
     seed=r"\d+",
 
 

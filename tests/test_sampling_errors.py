@@ -40,8 +40,17 @@ def test_uniform_constructor_checks_sizes_too():
 
 
 def test_unknown_method():
-    with pytest.raises(ValueError, match="method must be one of"):
-        make_sampler("dapo", 10, 2)
+    with pytest.raises(ValueError, match="method 'bogus' is unknown"):
+        make_sampler("bogus", 10, 2)
+
+
+def test_shaped_methods_get_their_choosers_sampler():
+    """DAPO and DIVA shape what a chooser picked: make_sampler builds that chooser."""
+    assert isinstance(make_sampler("dapo", 10, 2), UniformSampler)
+    assert isinstance(make_sampler("diva", 10, 2), UniformSampler)
+    both = make_sampler("vade-diva", 10, 2, seed=3), make_sampler("vade", 10, 2, seed=3)
+    assert isinstance(both[0], VadeSampler) and both[0].config == both[1].config
+    assert np.array_equal(both[0].select(), both[1].select())
 
 
 @pytest.mark.parametrize(

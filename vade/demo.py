@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-DEMO_METHODS = ("vanilla", "vade", "symmetric", "greedy", "last-update")
+from vade.methods import names_where
+
+DEMO_METHODS = names_where(shaping=None)  # the methods that are a sampler alone
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

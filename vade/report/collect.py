@@ -17,9 +17,11 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from vade.methods import NAMES
+
 __all__ = ["Curve", "Inputs", "RunInfo", "RunKey", "collect", "history_files", "parse_run_id"]
 
-METHODS = ("vanilla", "dapo", "vade", "symmetric", "greedy", "last-update", "diva", "vade-diva")
+METHODS = NAMES  # vade/methods.py
 _RUN_ID = re.compile(r"^(?P<model>.+)-(?P<algorithm>grpo|gspo)-(?P<method>"
                      + "|".join(re.escape(m) for m in METHODS) + r")-s(?P<seed>\d+)$")
 

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
+from vade.methods import names_where
 from vade.report.collect import Inputs
 from vade.report.figures import COLORS, save
 from vade.report.tables import METHOD_LABELS, _md
 
 __all__ = ["bucket_labels", "bucketize", "heatmap", "selection_counts"]
 
-_VADE_FAMILY = ("vade", "symmetric", "greedy", "last-update")
+_VADE_FAMILY = names_where(uses_posterior=True, shaping=None)  # VADE and its ablations
 
 
 def bucket_labels(edges: Sequence[float]) -> list[str]:

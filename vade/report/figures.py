@@ -18,16 +18,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from vade.methods import METHODS, names_where
 from vade.report.collect import Inputs
 
 __all__ = ["COLORS", "MIN_SCORE_SPAN", "VAL_ITEMS", "figure1", "figure3", "figure4", "save",
            "seed_band"]
 
-COLORS = {"vanilla": "tab:blue", "dapo": "tab:orange", "vade": "tab:red",
-          "symmetric": "tab:green", "greedy": "tab:purple", "last-update": "tab:brown",
-          "diva": "tab:cyan", "vade-diva": "tab:pink"}
+COLORS = {m.name: m.colour for m in METHODS.values()}
 _STYLES = ("-", "--", ":", "-.")
-DIVA = ("diva", "vade-diva")  # drawn where run: each step pays for originals and variants
+DIVA = names_where(shaping="diva")  # drawn where run: each step pays for originals and variants
 VAL_ITEMS = "val/n"      # metric: validation items behind each score (the band's n)
 MIN_SCORE_SPAN = 0.1     # smallest y range of a score panel (one tiny score's SE is ~0.04)
 _PNG_META = {"Software": None}  # no library version in the file: same inputs, same bytes

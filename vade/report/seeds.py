@@ -16,13 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vade.methods import NAMES
 from vade.report.collect import Curve, Inputs, RunInfo
 from vade.report.curves import first_reaching
 from vade.report.stats import Interval, mean_interval, paired_interval
 
 __all__ = ["RunNumbers", "run_numbers", "seed_statistics"]
 
-ORDER = ("vanilla", "dapo", "vade", "symmetric", "greedy", "last-update", "diva", "vade-diva")
+ORDER = NAMES  # the method table's order (vade/methods.py)
 
 
 @dataclass(frozen=True)

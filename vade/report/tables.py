@@ -13,18 +13,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vade.methods import METHODS, names_where
 from vade.report import paper
 from vade.report.collect import Inputs, RunInfo, RunKey
 from vade.report.curves import RolloutRatio, rollout_ratio
 
 __all__ = ["ABLATIONS", "METHOD_LABELS", "headline", "inventory", "table1", "table2", "table5"]
 
-METHOD_LABELS = {"base": "Base Model", "vanilla": "vanilla", "dapo": "DAPO", "vade": "Ours (VADE)",
-                 "symmetric": "p(1-p)", "greedy": "greedy", "last-update": "last update",
-                 "diva": "DIVA-GRPO", "vade-diva": "VADE + DIVA"}
-# Table 1's rows; DIVA-GRPO's (the second seed method, uniform or VADE sampler) appear when run
-MAIN = ("vanilla", "dapo", "vade", "diva", "vade-diva")
-ABLATIONS = ("symmetric", "greedy", "last-update")
+METHOD_LABELS = {"base": "Base Model", **{m.name: m.label for m in METHODS.values()}}
+# Table 1's rows (DIVA-GRPO's appear when run) and Table 2's: vade/methods.py says which
+MAIN = names_where(table="main")
+ABLATIONS = names_where(table="ablation")
 
 
 @dataclass(frozen=True)

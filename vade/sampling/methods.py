@@ -1,7 +1,8 @@
-"""Training methods by name: the one place that maps a config's ``method`` to a sampler.
+"""From a method's name (``vade.methods``) to the sampler that chooses its prompts.
 
-The names are those of the paper's tables: ``vanilla`` (uniform), ``vade`` and its Table 2
-ablations. DAPO is not a sampler (it filters after generation) and is handled by the trainers.
+The method table lives in ``vade.methods`` (plain Python, no numpy); this module turns a row's
+chooser into a sampler. A method with a shaping (DAPO filters, DIVA makes variants) gets the
+sampler of its chooser: ``dapo`` and ``diva`` draw uniform epochs, ``vade-diva`` VADE's posterior.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from vade.methods import METHODS as _TABLE
+from vade.methods import get as _method
 from vade.sampling.observation import Observation
 from vade.sampling.uniform import UniformSampler
 from vade.sampling.vade import VadeSampler
@@ -37,13 +40,10 @@ class Sampler(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
-# method name -> VadeSampler keyword overrides (None: the uniform baseline)
+# the methods that are a sampler alone -> VadeSampler keyword overrides (None: uniform epochs)
 METHODS: dict[str, dict[str, str] | None] = {
-    "vanilla": None,
-    "vade": {},
-    "symmetric": {"objective": "symmetric"},
-    "greedy": {"exploration": "greedy"},
-    "last-update": {"decay": "last-update"},
+    m.name: (dict(m.vade_options) if m.uses_posterior else None)
+    for m in _TABLE.values() if m.shaping is None
 }
 
 
@@ -59,11 +59,10 @@ def make_sampler(
     beta: np.ndarray | None = None,
     threads: int | None = None,
 ) -> Sampler:
-    """Build the sampler of a named method; ``alpha``/``beta`` come from initial rollouts."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {tuple(METHODS)}, got {method!r}")
-    overrides = METHODS[method]
-    if overrides is None:
+    """The sampler that chooses ``method``'s prompts (any name of ``vade.methods``);
+    ``alpha``/``beta`` come from the initial rollouts and are ignored by a uniform chooser."""
+    row = _method(method)
+    if not row.uses_posterior:
         return UniformSampler(n_samples, batch_size, seed=seed)
     return VadeSampler(n_samples, batch_size, lambda1=lambda1, lambda2=lambda2, seed=seed,
-                       alpha=alpha, beta=beta, threads=threads, **overrides)
+                       alpha=alpha, beta=beta, threads=threads, **row.vade_options)

@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 
 from vade.config_io import add_config_arguments
+from vade.methods import NAMES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override train.backend")
     parser.add_argument("--algorithm", default=None, help="grpo | gspo (overrides train.algorithm)")
     parser.add_argument("--method", default=None,
-                        help="vanilla | dapo | vade | symmetric | greedy | last-update | diva | vade-diva")
+                        help="a method of vade.methods (overrides train.method): "
+                        + " | ".join(NAMES))
     parser.add_argument("--seed", type=int, default=None, help="override the config's seed")
     parser.add_argument("--data-dir", required=True, type=Path,
                         help="folder with train.parquet and val.parquet (data/<name>)")
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--backend verl needs vade.train.verl.launch, which cannot be "
                              f"imported here ({exc}); install the 'verl' extra or use "
                              "--backend local") from None
-        return int(launch.run(args, config) or 0)
+        return int(launch.run(args, cfg, config) or 0)
 
     from vade.train.local import RunPaths, train_local
 

@@ -6,9 +6,14 @@ value raises ValueError naming it, before any model is loaded. Size checks that 
 (``train.batch_size`` against the number of training rows) run in :meth:`TrainConfig.check_data`,
 which the command calls right after counting rows and before any other work.
 
-Names follow verl where verl has one (``ppo_epochs``, ``ppo_mini_batch_size`` in prompts,
-``clip_ratio_low/high/c``, ``loss_agg_mode``, ``kl_loss_type``), so the verl adapter can map them
-1:1. Per-algorithm settings sit in the blocks ``train.grpo`` / ``train.gspo``; only the block of
+One name per concept, whatever the backend: ``batch_size`` (B prompts per step), ``rollouts_per_prompt``
+(G), ``steps``, ``lr``, ``max_new_tokens``, ``val_every``, ``checkpoint_every`` ... are the run;
+``vade.train.verl.overrides`` maps them to verl's names (``data.train_batch_size``,
+``rollout.n``, ``trainer.total_training_steps``, ...). What only one backend has sits in its own
+block: ``train.verl`` (GPUs, parallelism, micro-batches, offload, engine: ``VerlConfig``). Loss
+names follow verl (``ppo_epochs``, ``clip_ratio_low/high/c``, ``loss_agg_mode``,
+``kl_loss_type``). The method (``train.method``) is a row of ``vade.methods``; its sampler,
+DAPO and DIVA options are the typed ``sampler``, ``dapo`` and ``diva`` sections. Per-algorithm settings sit in the blocks ``train.grpo`` / ``train.gspo``; only the block of
 the chosen algorithm is used (both are validated). Defaults of the blocks: GRPO = verl's
 defaults with the paper's ``kl_loss_coef`` 0.01 (Table 4); GSPO = verl's GSPO example clip
 ratios (3e-4 / 4e-4, ``seq-mean-token-mean``) with the same KL coefficient (the paper used
@@ -21,17 +26,17 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from vade import methods
 from vade.config_io import reject_unknown, section
-from vade.sampling import METHODS
 from vade.sampling.checks import check_number
 from vade.tracking import TrackingConfig
+from vade.train.verl.config import VerlConfig
 
 __all__ = [
     "AGG_MODES",
     "ALGORITHMS",
     "AlgoConfig",
     "BACKENDS",
-    "DIVA_METHODS",
     "DapoConfig",
     "DivaConfig",
     "KL_TYPES",
@@ -49,11 +54,9 @@ AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
 LOSS_MODES = ("vanilla", "gspo")  # verl's actor.policy_loss.loss_mode: grpo uses vanilla
 KL_TYPES = ("low_var_kl", "k3", "kl", "k1", "mse", "k2", "abs")
 BACKENDS = ("local", "verl")
-# DIVA-GRPO shapes the prompts a sampler chose (vade.diva): method -> the sampler that chooses
-DIVA_METHODS = {"diva": "vanilla", "vade-diva": "vade"}
-TRAIN_METHODS = tuple(METHODS) + ("dapo", *DIVA_METHODS)
+TRAIN_METHODS = methods.NAMES
 # need initial difficulty: VADE's prior, DIVA's initial levels
-NEEDS_DIFFICULTY = tuple(m for m, o in METHODS.items() if o is not None) + tuple(DIVA_METHODS)
+NEEDS_DIFFICULTY = methods.names_where(needs_difficulty=True)
 _BIG = 10**9
 
 
@@ -120,7 +123,10 @@ def algo_config(train: Mapping[str, Any], algorithm: str) -> AlgoConfig:
 
 @dataclass(frozen=True)
 class SamplerConfig:
-    """``sampler``: VADE's decay rates (eqs. 5-6) and how often full alpha/beta go to DuckDB."""
+    """``sampler``: VADE's decay rates (eqs. 5-6) and how often full alpha/beta go to DuckDB.
+
+    The one reader of these keys: the local trainer gets it from ``TrainConfig``, the verl plugin
+    reads its ``data.sampler.vade`` block back into this class (``vade.train.verl.settings``)."""
 
     lambda1: float = 0.2
     lambda2: float = 0.999
@@ -137,8 +143,8 @@ class SamplerConfig:
 
 @dataclass(frozen=True)
 class DapoConfig:
-    """``dapo``: the run's rollout cap (x a non-filtering run's rollouts; the paper's 3) and
-    verl-recipe's per-step batch limit."""
+    """``dapo``: the run's rollout cap (x a non-filtering run's rollouts; the paper's 3: "three
+    times the total") and verl-recipe's per-step generation-batch limit. Both backends read it."""
 
     max_rollout_factor: float = 3.0
     max_num_gen_batches: int = 0   # 0: no limit (the rollout cap still applies)
@@ -174,23 +180,23 @@ class TrainConfig:
     batch_size: int = 16               # B prompts per step (paper: 512)
     rollouts_per_prompt: int = 8       # G (paper: 8)
     steps: int = 100
-    lr: float = 1e-6                   # paper: 1e-6 (the tiny model wants ~2e-4)
+    lr: float = 1e-6                   # paper: 1e-6
     weight_decay: float = 0.01         # AdamW, verl's default
     grad_clip: float = 1.0             # max grad norm; a non-finite norm skips the update
     ppo_epochs: int = 1
     ppo_mini_batch_size: int | None = None  # prompts per update (None: = batch_size)
     temperature: float = 1.0
     max_new_tokens: int = 64           # verl data.max_response_length (paper: 2048)
-    generation_batch_size: int = 128   # local: responses per generate() call (memory knob)
+    generation_batch_size: int = 128   # local engine: responses per generate() call (memory)
     val_every: int = 10                # steps; 0: only before training and at the end
     val_before_train: bool = True
     val_temperature: float = 0.0       # 0: greedy
     val_n: int = 1                     # samples per validation prompt (average@n)
     val_max_samples: int = 0           # 0: every row of val.parquet
-    checkpoint_every: int = 10         # steps; 0: no checkpoints (no resume)
+    checkpoint_every: int = 10         # steps; 0: local: none (no resume), verl: at the end
     keep_checkpoints: int = 2
-    threads: int = 1                   # torch CPU threads (1 is fastest on a shared 2-core box)
-    verl: Mapping[str, Any] = field(default_factory=dict)  # train.verl: vade.train.verl's own
+    threads: int = 1                   # local engine: torch CPU threads (1: fastest on 2 cores)
+    verl: VerlConfig = field(default_factory=VerlConfig)  # train.verl: verl's hardware knobs
     grpo: AlgoConfig = field(default_factory=AlgoConfig)
     gspo: AlgoConfig = GSPO_DEFAULTS
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
@@ -222,14 +228,14 @@ class TrainConfig:
         if self.val_temperature == 0 and self.val_n > 1:
             raise ValueError(f"train.val_n = {self.val_n} with train.val_temperature = 0: greedy "
                              "decoding gives the same answer every time (use val_n: 1)")
-        if not isinstance(self.verl, Mapping):
-            raise ValueError(f"train.verl must be a mapping, got {type(self.verl).__name__}")
         if self.ppo_mini_batch_size is not None:
             check_number("train.ppo_mini_batch_size", self.ppo_mini_batch_size, 1,
                          self.batch_size, integer=True)
             if self.batch_size % self.ppo_mini_batch_size:
                 raise ValueError(f"train.ppo_mini_batch_size = {self.ppo_mini_batch_size} must "
                                  f"divide train.batch_size = {self.batch_size}")
+        if self.backend == "verl":
+            self.verl.check_run(self.mini_batch_size, self.rollouts_per_prompt)
 
     # ------------------------------------------------------------------ views
     @property
@@ -246,17 +252,26 @@ class TrainConfig:
         return self.ppo_mini_batch_size or self.batch_size
 
     @property
+    def spec(self) -> methods.Method:
+        """The method's row of ``vade.methods``."""
+        return methods.get(self.method)
+
+    @property
     def needs_difficulty(self) -> bool:
-        return self.method in NEEDS_DIFFICULTY
+        return self.spec.needs_difficulty
 
     @property
     def sampler_method(self) -> str:
-        """The sampler that chooses the prompts (DAPO filters, DIVA shapes, after the choice)."""
-        return "vanilla" if self.method == "dapo" else DIVA_METHODS.get(self.method, self.method)
+        """The sampler-only method that chooses the prompts (DAPO filters and DIVA shapes them
+        after the choice): ``dapo``/``diva`` -> ``vanilla``, ``vade-diva`` -> ``vade``."""
+        spec = self.spec
+        if spec.shaping is None:
+            return spec.name
+        return "vade" if spec.uses_posterior else "vanilla"
 
     @property
     def is_diva(self) -> bool:
-        return self.method in DIVA_METHODS
+        return self.spec.shaping == "diva"
 
     @property
     def rollout_budget(self) -> int:
@@ -267,7 +282,12 @@ class TrainConfig:
                    * self.rollouts_per_prompt)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The run's config as plain data (DuckDB ``runs.config``, MLflow params): the backend
+        block only where that backend runs."""
+        out = asdict(self)
+        if self.backend != "verl":
+            out.pop("verl")
+        return out
 
     def check_data(self, n_train: int) -> None:
         """Refuse sizes the data cannot serve (called once the training rows are counted)."""
@@ -284,10 +304,7 @@ class TrainConfig:
                                                  "tracking"}
         reject_unknown(train, known, "train")
         values: dict[str, Any] = {k: v for k, v in train.items() if k not in ("grpo", "gspo")}
-        verl = train.get("verl") or {}
-        if not isinstance(verl, Mapping):
-            raise ValueError(f"train.verl must be a mapping, got {type(verl).__name__}")
-        values["verl"] = dict(verl)  # its keys are validated by vade.train.verl
+        values["verl"] = VerlConfig.from_dict(train.get("verl"))
         values["grpo"] = algo_config(train, "grpo")
         values["gspo"] = algo_config(train, "gspo")
         values["sampler"] = _build(SamplerConfig, section(config, "sampler", required=False),

@@ -6,6 +6,7 @@
 # results (MLflow URI, SLURM resources) reach jobs through the environment, never through params.
 import json
 import os
+import sys
 from pathlib import Path
 
 from snakemake.logging import logger
@@ -15,6 +16,11 @@ validate(config, schema="../schemas/config.schema.yaml")
 
 NAME = config["name"]
 ROOT = Path(workflow.basedir)
+# The method table (vade/methods.py: standard library only) from this checkout; appended, so it
+# shadows nothing installed.
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
+from vade import methods as METHODS
 DATA = f"data/{NAME}"
 RESULTS = f"results/{NAME}"
 REPORTS = f"reports/{NAME}"
@@ -60,10 +66,6 @@ if placeholder_resources():
         + ". Put your cluster's account and partitions in slurm/config.yaml (sbatch rejects"
         " these names)."
     )
-VADE_FAMILY = ("vade", "symmetric", "greedy", "last-update")
-DIVA_METHODS = ("diva", "vade-diva")  # DIVA-GRPO: levels start from the initial rollouts too
-
-
 def cells():
     """(model, algorithm, method, seed) of every training run the config asks for, in order."""
     seen = []
@@ -172,33 +174,34 @@ def data_outputs():
 
 
 def train_params(wc):
-    """Exactly what a run depends on: changing a VADE lambda reruns only VADE-family runs, a DAPO
-    cap only DAPO runs, a GSPO setting only GSPO runs."""
-    train = {k: v for k, v in config["train"].items() if k not in ("grpo", "gspo")}
+    """Exactly what a run depends on: changing a VADE lambda reruns only the runs that choose with
+    VADE's posterior, a DAPO cap only DAPO runs, a GSPO setting only GSPO runs, a verl knob only
+    verl runs (the sections each method reads: vade/methods.py)."""
+    train = {k: v for k, v in config["train"].items() if k not in ("grpo", "gspo", "verl")}
+    if train["backend"] == "verl":
+        train["verl"] = config["train"].get("verl", {})
     cfg = {
         "name": NAME,
         "train": {**train, wc.algorithm: config["train"].get(wc.algorithm, {})},
     }
-    if wc.method in VADE_FAMILY or wc.method == "vade-diva":
-        cfg["sampler"] = config["sampler"]
-    if wc.method == "dapo":
-        cfg["dapo"] = config["dapo"]
-    if wc.method in DIVA_METHODS:
-        cfg["diva"] = config.get("diva", {})
+    for key in METHODS.get(wc.method).config_sections:
+        cfg[key] = config.get(key, {})
     return as_json(cfg)
 
 
 def train_inputs(wc):
+    method = METHODS.get(wc.method)
+    diva = method.shaping == "diva"
     inputs = {
         "train": f"{DATA}/train.parquet",
         "val": f"{DATA}/val.parquet",
         "model": model_input(wc.model),
         "code": sources("vade/train", "vade/sampling", "vade/store", "vade/rewards",
-                        "vade/models", "vade/rollout", "vade/tracking.py",
+                        "vade/models", "vade/rollout", "vade/tracking.py", "vade/methods.py",
                         *(("vade/diva", "vade/data/variants.py", "vade/data/synthetic")
-                          if wc.method in DIVA_METHODS else ())),
+                          if diva else ())),
     }
-    if wc.method in VADE_FAMILY or wc.method in DIVA_METHODS:
+    if method.needs_difficulty:
         inputs["difficulty"] = f"{RESULTS}/difficulty/{wc.model}/initial.parquet"
     return inputs
 

@@ -22,23 +22,22 @@ __all__ = ["BudgetedLoader", "generation_budget"]
 _USED = "vade_gen_batches_used"
 
 
-def generation_budget(*, dataset_size: int, train_batch_size: int, gen_batch_size: int, n: int,
-                      base_epochs: int, factor: float) -> tuple[int, int]:
+def generation_budget(*, train_batch_size: int, gen_batch_size: int, n: int, base_steps: int,
+                      factor: float) -> tuple[int, int]:
     """(rollout budget, generation batches it pays for).
 
-    The budget is ``factor`` x the rollouts of a non-filtering run of ``base_epochs`` epochs
-    (``(dataset_size // train_batch_size) x base_epochs`` steps of ``train_batch_size x n``);
-    a generation batch costs ``gen_batch_size x n`` and is only drawn whole.
+    The budget is ``factor`` x the rollouts of a non-filtering run of ``base_steps`` steps
+    (``train.steps``) of ``train_batch_size x n``; a generation batch costs
+    ``gen_batch_size x n`` and is only drawn whole.
     """
-    for name, value in (("dataset_size", dataset_size), ("train_batch_size", train_batch_size),
+    for name, value in (("train_batch_size", train_batch_size),
                         ("gen_batch_size", gen_batch_size), ("n", n),
-                        ("base_epochs", base_epochs)):
+                        ("base_steps", base_steps)):
         if isinstance(value, bool) or int(value) != value or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if not factor >= 1.0:
         raise ValueError(f"max_rollout_factor must be >= 1, got {factor!r}")
-    base_steps = (int(dataset_size) // int(train_batch_size)) * int(base_epochs)
-    budget = math.floor(float(factor) * base_steps * int(train_batch_size) * int(n) + 1e-9)
+    budget = math.floor(float(factor) * int(base_steps) * int(train_batch_size) * int(n) + 1e-9)
     return budget, budget // (int(gen_batch_size) * int(n))
 
 

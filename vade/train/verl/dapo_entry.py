@@ -13,7 +13,7 @@ Here the cap is global: the train dataloader is wrapped in ``vade.train.verl.dap
 BudgetedLoader``, which counts generation batches over the whole run (saved in verl's ``data.pt``
 with the dataloader state, so it survives a resume) and ends iteration when the budget cannot pay
 for another batch; ``total_training_steps`` (set to the normal run's step count) ends a run that
-trains all its steps first. The epoch count (``ceil(factor x epochs)`` from the overrides) is
+trains all its steps first. The epoch count (``ceil(factor x steps)`` from the overrides) is
 raised so that it never binds before the budget. Either way the recipe's loop ends normally;
 this wrapper then
 
@@ -182,22 +182,17 @@ def capped_trainer_class(base: type) -> type:
             bsz = int(config.data.train_batch_size)
             gen_bsz = int(config.data.get("gen_batch_size") or bsz)
             n = int(config.actor_rollout_ref.rollout.n)
-            steps = (len(dataset) // bsz) * int(cap.base_epochs)
-            expected = math.ceil(float(cap.max_rollout_factor) * int(cap.base_epochs))
-            if int(config.trainer.total_epochs) != expected:
-                raise ValueError(f"trainer.total_epochs = {config.trainer.total_epochs}, but the "
-                                 f"rollout cap needs {expected} (= ceil(factor x epochs))")
-            config.trainer.total_training_steps = steps
+            config.trainer.total_training_steps = int(cap.base_steps)
             super().__init__(config, *args, **kwargs)
-            _, limit = generation_budget(dataset_size=len(dataset), train_batch_size=bsz,
-                                         gen_batch_size=gen_bsz, n=n,
-                                         base_epochs=int(cap.base_epochs),
+            _, limit = generation_budget(train_batch_size=bsz, gen_batch_size=gen_bsz, n=n,
+                                         base_steps=int(cap.base_steps),
                                          factor=float(cap.max_rollout_factor))
             self.train_dataloader = BudgetedLoader(self.train_dataloader, limit)
             # the budget, not the epoch loop, is the bound (also on resume, where the recipe
             # restarts its epoch count from training steps)
             per_epoch = max(len(self.train_dataloader), 1)
-            self.config.trainer.total_epochs = max(expected, math.ceil(limit / per_epoch) + 1)
+            self.config.trainer.total_epochs = max(int(self.config.trainer.total_epochs),
+                                                   math.ceil(limit / per_epoch) + 1)
             self._vade = DapoRecorder(dict(cap), sample_ids=dataset_sample_ids(dataset),
                                       batch_size=bsz, gen_batch_size=gen_bsz, n=n)
 

@@ -1,19 +1,19 @@
-"""Launch one verl run (a Table-1/Table-2 cell) from the project config.
+"""Launch one verl run (a Table-1/Table-2 cell) from its ``TrainConfig``.
 
-``launch(config, algorithm=, method=, seed=, model=, data_dir=, difficulty=, out_dir=)`` builds
+``launch(cfg, model=, model_path=, data_dir=, difficulty=, out_dir=)`` builds
 ``python -m vade.train.verl.ppo_entry <overrides>`` (verl's ``main_ppo`` with the sampler observing
 each batch before the checkpoint; ``vade.train.verl.dapo_entry`` for DAPO), runs
 it with its output streamed to the terminal and to ``<out_dir>/train.log``, pools verl's
 per-source validation scores into ``val/acc`` / ``val/n`` in the run's history and MLflow
 (``vade.train.verl.validation``; also after a failed attempt), and on success copies
 the last checkpoint's Hugging Face model to ``<out_dir>/final/`` and writes ``done.json`` last,
-atomically (the Snakemake output). ``dry_run=True`` only prints and returns the command.
+atomically (the Snakemake output).
 
-Reads ``train.verl`` (``VerlConfig``), ``sampler`` (lambda1, lambda2, snapshot_every), ``dapo``,
-``tracking`` and ``models.<model>.name_or_path``. The environment it sets for verl:
-``MLFLOW_TRACKING_URI`` (verl's MLflow logger reads only that), ``VERL_FILE_LOGGER_PATH`` (one
-metrics file per attempt, see ``vade.train.verl.rollouts``) and, for DAPO, ``PYTHONPATH`` with
-the verl-recipe checkout.
+The config was parsed and validated once, by ``vade train`` (``TrainConfig.from_config``); this
+module only adds ``models.<model>.name_or_path`` and where the files are. The environment it sets
+for verl: ``MLFLOW_TRACKING_URI`` (verl's MLflow logger reads only that),
+``VERL_FILE_LOGGER_PATH`` (one metrics file per attempt, see ``vade.train.verl.rollouts``) and,
+for DAPO, ``PYTHONPATH`` with the verl-recipe checkout.
 """
 
 from __future__ import annotations
@@ -29,73 +29,46 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from vade.config_io import section
-from vade.train.config import algo_config
-from vade.train.verl.config import DapoSettings, VerlConfig
+from vade.train.config import TrainConfig
 from vade.train.verl.overrides import RunSpec, build_overrides
 
-__all__ = ["launch", "plan", "run"]
+__all__ = ["launch", "model_path", "plan", "run"]
 
 _SQLITE = "sqlite:///"
 
 
-def _sampler_settings(config: Mapping[str, Any]) -> dict[str, Any]:
-    from vade.sampling.checks import check_number
-
-    s = section(config, "sampler", required=False)
-    out = {"lambda1": s.get("lambda1", 0.2), "lambda2": s.get("lambda2", 0.999),
-           "snapshot_every": s.get("snapshot_every", 0)}
-    check_number("sampler.lambda1", out["lambda1"], 0.0, 1.0)
-    check_number("sampler.lambda2", out["lambda2"], 0.0, 1.0)
-    check_number("sampler.snapshot_every", out["snapshot_every"], 0, 1 << 30, integer=True)
-    return out
-
-
-def _tracking(config: Mapping[str, Any], name: str) -> tuple[str | None, str]:
-    from vade.tracking import TrackingConfig
-
-    tc = TrackingConfig.from_dict(section(config, "tracking", required=False))
-    experiment = tc.experiment or name
-    if not tc.enabled:
+def _tracking(cfg: TrainConfig) -> tuple[str | None, str]:
+    experiment = cfg.tracking.experiment or cfg.name
+    if not cfg.tracking.enabled:
         return None, experiment
-    uri = tc.uri_for(name)
+    uri = cfg.tracking.uri_for(cfg.name)
     if uri.startswith(_SQLITE) and not uri.startswith(_SQLITE + "/"):
         uri = _SQLITE + str(Path(uri[len(_SQLITE):]).resolve())  # Ray workers: other cwd
     return uri, experiment
 
 
-def _model_path(config: Mapping[str, Any], model: str) -> str:
+def model_path(config: Mapping[str, Any], model: str) -> str:
+    """``models.<model>.name_or_path``, or ``model`` itself (an HF id or a local directory)."""
     models = config.get("models") or {}
     entry = models.get(model)
     if entry is None:
-        return model  # an HF id or a local directory given directly
+        return model
     path = entry.get("name_or_path") if isinstance(entry, Mapping) else None
     if not path:
         raise ValueError(f"models.{model} has no name_or_path (verl needs a pretrained model)")
     return str(path)
 
 
-def plan(config: Mapping[str, Any], *, algorithm: str, method: str, seed: int, model: str,
-         data_dir: str | Path, difficulty: str | Path | None, out_dir: str | Path,
+def plan(cfg: TrainConfig, *, model: str, model_path: str, data_dir: str | Path,
+         difficulty: str | Path | None, out_dir: str | Path,
          ) -> tuple[RunSpec, list[str], dict[str, str]]:
     """(run spec, command, extra environment) without running anything."""
-    name = config.get("name")
-    if not name or not isinstance(name, str):
-        raise ValueError("config has no 'name' (the experiment name)")
-    train = section(config, "train")
-    verl_cfg = VerlConfig.from_dict(train.get("verl"))
-    dapo = DapoSettings.from_dict(section(config, "dapo", required=False))
-    uri, experiment = _tracking(config, name)
-    spec = RunSpec(name=name, model=model, model_path=_model_path(config, model),
-                   algorithm=algorithm, method=method, seed=seed, data_dir=Path(data_dir),
+    uri, experiment = _tracking(cfg)
+    spec = RunSpec(cfg=cfg, model=model, model_path=model_path, data_dir=Path(data_dir),
                    out_dir=Path(out_dir).resolve(),
                    difficulty=Path(difficulty) if difficulty else None)
-    overrides = build_overrides(spec, verl_cfg, algo_config(train, algorithm),
-                                sampler=_sampler_settings(config), dapo=dapo,
-                                tracking_uri=uri, experiment=experiment)
-    env = {}
-    if uri:
-        env["MLFLOW_TRACKING_URI"] = uri
+    overrides = build_overrides(spec, tracking_uri=uri, experiment=experiment)
+    env = {"MLFLOW_TRACKING_URI": uri} if uri else {}
     return spec, [sys.executable, "-m", spec.entry, *overrides], env
 
 
@@ -103,10 +76,9 @@ def _check_inputs(spec: RunSpec) -> None:
     for f in ("train.parquet", "val.parquet"):
         if not (spec.data_dir / f).is_file():
             raise FileNotFoundError(f"verl input not found: {spec.data_dir / f}")
-    needs_difficulty = spec.method not in ("vanilla", "dapo")
-    if needs_difficulty and (spec.difficulty is None or not spec.difficulty.is_file()):
+    if spec.cfg.needs_difficulty and (spec.difficulty is None or not spec.difficulty.is_file()):
         raise FileNotFoundError(f"initial difficulty not found: {spec.difficulty} "
-                                f"(method {spec.method} starts from it)")
+                                f"(method {spec.cfg.method} starts from it)")
 
 
 def _stream(cmd: list[str], env: dict[str, str], log_path: Path) -> int:
@@ -139,7 +111,7 @@ def _copy_final(out_dir: Path) -> Path:
     return final
 
 
-def _pool_validation(spec: RunSpec, tracking_uri: str | None, config: Mapping[str, Any]) -> None:
+def _pool_validation(spec: RunSpec, tracking_uri: str | None) -> None:
     """``val/acc`` and ``val/n`` from every attempt's verl metrics into the run's history and
     MLflow (``vade.train.verl.validation``): the score the report reads."""
     from vade.train.verl.validation import pool_run_validation, val_item_counts
@@ -149,34 +121,29 @@ def _pool_validation(spec: RunSpec, tracking_uri: str | None, config: Mapping[st
     if not files:
         return
     counts = val_item_counts(spec.data_dir / "val.parquet")
-    _, experiment = _tracking(config, spec.name)
+    _, experiment = _tracking(spec.cfg)
     pool_run_validation(files, counts, store=spec.out_dir / "history.duckdb", run_id=spec.run_id,
                         tracking_uri=tracking_uri, experiment=experiment)
 
 
-def launch(config: Mapping[str, Any], *, algorithm: str, method: str, seed: int, model: str,
-           data_dir: str | Path, difficulty: str | Path | None, out_dir: str | Path,
-           dry_run: bool = False) -> list[str]:
+def launch(cfg: TrainConfig, *, model: str, model_path: str, data_dir: str | Path,
+           difficulty: str | Path | None, out_dir: str | Path) -> list[str]:
     """Run one cell with verl; returns the command. Raises RuntimeError if verl fails."""
-    spec, cmd, extra_env = plan(config, algorithm=algorithm, method=method, seed=seed,
-                                model=model, data_dir=data_dir, difficulty=difficulty,
-                                out_dir=out_dir)
-    if dry_run:
-        print(shlex.join(cmd))
-        return cmd
+    spec, cmd, extra_env = plan(cfg, model=model, model_path=model_path, data_dir=data_dir,
+                                difficulty=difficulty, out_dir=out_dir)
     _check_inputs(spec)
     out = spec.out_dir
     (out / "verl-metrics").mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, **extra_env)
     env["VERL_FILE_LOGGER_PATH"] = str(out / "verl-metrics" / f"attempt-{time.time_ns()}.jsonl")
-    if spec.method == "dapo":
+    if spec.entry.endswith("dapo_entry"):
         from vade.train.verl.recipe import locate
 
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(locate()), env.get("PYTHONPATH"))
                                             if p)
     rc = _stream(cmd, env, out / "train.log")
     try:
-        _pool_validation(spec, extra_env.get("MLFLOW_TRACKING_URI"), config)
+        _pool_validation(spec, extra_env.get("MLFLOW_TRACKING_URI"))
     except Exception as exc:
         if rc == 0:
             raise
@@ -195,15 +162,13 @@ def launch(config: Mapping[str, Any], *, algorithm: str, method: str, seed: int,
     return cmd
 
 
-def run(args: Any, config: Mapping[str, Any]) -> int:
-    """``vade train --backend verl``: the command's parsed arguments -> :func:`launch`."""
+def run(args: Any, cfg: TrainConfig, config: Mapping[str, Any]) -> int:
+    """``vade train --backend verl``: the parsed config and arguments -> :func:`launch`."""
     missing = [k for k in ("algorithm", "method", "model", "data_dir", "out")
                if getattr(args, k, None) in (None, "")]
     if missing:
         raise ValueError(f"--backend verl needs --{missing[0].replace('_', '-')}")
-    seed = args.seed if getattr(args, "seed", None) is not None else int(config.get("seed", 0))
-    launch(config, algorithm=args.algorithm, method=args.method, seed=int(seed),
-           model=str(args.model), data_dir=args.data_dir,
-           difficulty=getattr(args, "difficulty", None), out_dir=args.out,
-           dry_run=bool(getattr(args, "dry_run", False)))
+    launch(cfg, model=str(args.model), model_path=model_path(config, str(args.model)),
+           data_dir=args.data_dir, difficulty=getattr(args, "difficulty", None),
+           out_dir=args.out)
     return 0

@@ -1,41 +1,44 @@
-"""From the project config to the exact verl Hydra overrides of one Table-1/Table-2 cell.
+"""From one run's ``TrainConfig`` to the exact verl Hydra overrides of that run.
 
-One cell = model x algorithm x method x seed. The overrides are the whole interface to verl: the
+A pure mapping: every value comes from the typed, already validated ``TrainConfig`` (the run:
+batch, rollouts, steps, loss, sampler, DAPO) and the ``RunSpec`` (where the model, data and
+outputs are). verl's names appear only here. The overrides are the whole interface to verl: the
 tests compose verl's real ``ppo_trainer`` config with every set this module emits (unknown keys
 fail there), so a renamed key in a future verl shows up in CI, not on the cluster.
 
+* Length: ``trainer.total_training_steps`` = ``train.steps`` (verl's epoch loop is only an upper
+  bound: ``total_epochs`` = steps, each epoch has at least one batch).
 * GRPO: ``algorithm.adv_estimator=grpo``, PPO-clip loss (``policy_loss.loss_mode=vanilla``).
-* GSPO: the same advantage, ``policy_loss.loss_mode=gspo`` with sequence-level clip ratios.
-* The loss of either comes from ``train.grpo`` / ``train.gspo`` (``AlgoConfig``: clip ratios, dual
-  clip, aggregation, KL loss, std normalisation), the block the local trainer optimises, so the
-  cluster and the laptop run one objective. Table 4's KL loss (0.01) is the default of both: the
-  paper states that all runs share one setting.
-* vanilla / vade / ablations: ``VadeCurriculumSampler`` with the method name (vanilla = uniform
-  epochs through the same plugin, so every method logs the same DuckDB history).
+  GSPO: the same advantage, ``policy_loss.loss_mode=gspo`` with sequence-level clip ratios. The
+  loss comes from ``train.grpo`` / ``train.gspo`` (``AlgoConfig``), the block the local trainer
+  optimises, so the cluster and the laptop run one objective.
+* Methods whose chooser is a sampler (``vade.methods``): ``VadeCurriculumSampler`` with the
+  method name and the ``sampler`` section written back as ``+data.sampler.vade.*`` (the plugin
+  reads it into the same ``SamplerConfig``).
 * dapo: verl-recipe's DAPO trainer through ``vade.train.verl.dapo_entry`` (dynamic sampling on
   ``acc``, the naive reward manager so only the dynamic-sampling part of DAPO differs, as in the
-  paper), ``total_epochs`` = cap x epochs so the dataloader runs dry at the rollout cap; the
-  entry sets ``total_training_steps`` to the non-filtering run's length.
+  paper), with the ``dapo`` section and the run's step count as ``+vade_dapo.*``; the entry
+  bounds the whole run's generation by ``max_rollout_factor`` x steps x B x G.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from vade.sampling import METHODS
-from vade.train.config import AlgoConfig
-from vade.train.verl.config import ALGORITHMS, DapoSettings, VerlConfig
+from vade import methods
+from vade.train.config import TrainConfig
 
 __all__ = ["ENTRY_DAPO", "ENTRY_PPO", "METHODS_VERL", "RunSpec", "build_overrides",
            "reward_entry_path"]
 
 ENTRY_PPO = "vade.train.verl.ppo_entry"
 ENTRY_DAPO = "vade.train.verl.dapo_entry"
-METHODS_VERL = tuple(METHODS) + ("dapo",)
+# what verl runs today: every method except DIVA's (its variants need a dataset class)
+METHODS_VERL = tuple(m for m in methods.NAMES if methods.get(m).shaping != "diva")
 SAMPLER_CLASS_PATH = "pkg://vade.train.verl.sampler"
 SAMPLER_CLASS_NAME = "VadeCurriculumSampler"
 _PLAIN = re.compile(r"^[A-Za-z0-9_./:\-+@~]*$")
@@ -66,58 +69,60 @@ def _value(v: Any) -> str:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One cell of the experiment grid, with its inputs and outputs (absolute paths)."""
+    """Where one run's inputs and outputs are; what it does is its ``TrainConfig``."""
 
-    name: str             # experiment name (config ``name``)
+    cfg: TrainConfig      # the run (name, seed, algorithm, method, ...), validated
     model: str            # model key (run id part), e.g. qwen2.5-vl-7b
     model_path: str       # HF id or local directory
-    algorithm: str
-    method: str
-    seed: int
     data_dir: Path        # data/<name>/ (train.parquet, val.parquet)
     out_dir: Path         # results/<name>/runs/<run_id>/
-    difficulty: Path | None = None  # results/<name>/difficulty/initial.parquet
+    difficulty: Path | None = None  # results/<name>/difficulty/<model>/initial.parquet
 
     def __post_init__(self) -> None:
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
-        if self.method not in METHODS_VERL:
-            raise ValueError(f"method must be one of {METHODS_VERL}, got {self.method!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if self.cfg.method not in METHODS_VERL:
+            raise ValueError(f"train.method = {self.cfg.method!r} has no verl path yet "
+                             f"(verl runs: {', '.join(METHODS_VERL)})")
+
+    @property
+    def name(self) -> str:
+        return self.cfg.name
 
     @property
     def run_id(self) -> str:
-        return f"{self.model}-{self.algorithm}-{self.method}-s{self.seed}"
+        return f"{self.model}-{self.cfg.algorithm}-{self.cfg.method}-s{self.cfg.seed}"
 
     @property
     def entry(self) -> str:
-        return ENTRY_DAPO if self.method == "dapo" else ENTRY_PPO
+        return ENTRY_DAPO if self.cfg.spec.shaping == "dapo" else ENTRY_PPO
 
 
-def build_overrides(spec: RunSpec, verl: VerlConfig, algo: AlgoConfig, *,
-                    sampler: dict[str, Any] | None = None, dapo: DapoSettings | None = None,
-                    tracking_uri: str | None = None, experiment: str | None = None) -> list[str]:
-    """The ``key=value`` list for ``python -m <spec.entry>``; paths absolute. ``algo`` is the
-    run's algorithm block (``vade.train.config.algo_config(train, spec.algorithm)``)."""
-    sampler = dict(sampler or {})
-    dapo = dapo or DapoSettings()
+def _every(k: int, steps: int) -> int:
+    """verl's frequency for ``val_every`` / ``checkpoint_every``: 0 (the end only) -> steps."""
+    return k if k > 0 else steps
+
+
+def build_overrides(spec: RunSpec, *, tracking_uri: str | None = None,
+                    experiment: str | None = None) -> list[str]:
+    """The ``key=value`` list for ``python -m <spec.entry>``; paths absolute."""
+    cfg, verl, algo = spec.cfg, spec.cfg.verl, spec.cfg.algo
     out_dir = Path(spec.out_dir).resolve()
     data_dir = Path(spec.data_dir).resolve()
     experiment = experiment or spec.name
+    save_freq = _every(cfg.checkpoint_every, cfg.steps)
     o: dict[str, Any] = {
         # data
         "data.train_files": str(data_dir / "train.parquet"),
         "data.val_files": str(data_dir / "val.parquet"),
         "data.prompt_key": "prompt",
         "data.image_key": "images",
-        "data.train_batch_size": verl.train_batch_size,
+        "data.train_batch_size": cfg.batch_size,
         "data.max_prompt_length": verl.max_prompt_length,
-        "data.max_response_length": verl.max_response_length,
+        "data.max_response_length": cfg.max_new_tokens,
         "data.filter_overlong_prompts": verl.filter_overlong_prompts,
         "data.truncation": "error",
-        "data.seed": spec.seed,
+        "data.seed": cfg.seed,
         "data.dataloader_num_workers": 0,
+        "data.val_max_samples": cfg.val_max_samples or -1,
         # algorithm
         "algorithm.adv_estimator": "grpo",
         "algorithm.use_kl_in_reward": False,
@@ -127,14 +132,16 @@ def build_overrides(spec: RunSpec, verl: VerlConfig, algo: AlgoConfig, *,
         "actor_rollout_ref.model.use_remove_padding": True,
         "actor_rollout_ref.model.enable_gradient_checkpointing": verl.gradient_checkpointing,
         # actor
-        "actor_rollout_ref.actor.optim.lr": verl.lr,
-        "actor_rollout_ref.actor.ppo_mini_batch_size": verl.ppo_mini_batch_size,
+        "actor_rollout_ref.actor.optim.lr": cfg.lr,
+        "actor_rollout_ref.actor.optim.weight_decay": cfg.weight_decay,
+        "actor_rollout_ref.actor.grad_clip": cfg.grad_clip,
+        "actor_rollout_ref.actor.ppo_epochs": cfg.ppo_epochs,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": cfg.mini_batch_size,
         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": verl.ppo_micro_batch_size_per_gpu,
         "actor_rollout_ref.actor.use_kl_loss": algo.kl_loss_coef > 0,
         "actor_rollout_ref.actor.kl_loss_coef": algo.kl_loss_coef,
         "actor_rollout_ref.actor.kl_loss_type": algo.kl_loss_type,
-        "actor_rollout_ref.actor.policy_loss.loss_mode":
-            "gspo" if spec.algorithm == "gspo" else "vanilla",
+        "actor_rollout_ref.actor.policy_loss.loss_mode": cfg.loss_mode,
         "actor_rollout_ref.actor.loss_agg_mode": algo.loss_agg_mode,
         "actor_rollout_ref.actor.clip_ratio_low": algo.clip_ratio_low,
         "actor_rollout_ref.actor.clip_ratio_high": algo.clip_ratio_high,
@@ -148,8 +155,11 @@ def build_overrides(spec: RunSpec, verl: VerlConfig, algo: AlgoConfig, *,
         "actor_rollout_ref.actor.checkpoint.load_contents": ["model", "optimizer", "extra"],
         # rollout
         "actor_rollout_ref.rollout.name": verl.rollout_engine,
-        "actor_rollout_ref.rollout.n": verl.rollout_n,
-        "actor_rollout_ref.rollout.temperature": verl.temperature,
+        "actor_rollout_ref.rollout.n": cfg.rollouts_per_prompt,
+        "actor_rollout_ref.rollout.temperature": cfg.temperature,
+        "actor_rollout_ref.rollout.val_kwargs.temperature": cfg.val_temperature,
+        "actor_rollout_ref.rollout.val_kwargs.n": cfg.val_n,
+        "actor_rollout_ref.rollout.val_kwargs.do_sample": cfg.val_temperature > 0,
         "actor_rollout_ref.rollout.tensor_model_parallel_size": verl.tensor_model_parallel_size,
         "actor_rollout_ref.rollout.gpu_memory_utilization": verl.gpu_memory_utilization,
         "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu":
@@ -166,29 +176,31 @@ def build_overrides(spec: RunSpec, verl: VerlConfig, algo: AlgoConfig, *,
         "trainer.experiment_name": spec.run_id,
         "trainer.n_gpus_per_node": verl.n_gpus_per_node,
         "trainer.nnodes": verl.nnodes,
-        "trainer.total_epochs": verl.total_epochs,
-        "trainer.save_freq": verl.save_freq,
-        "trainer.test_freq": verl.test_freq,
-        "trainer.val_before_train": verl.val_before_train,
+        "trainer.total_training_steps": cfg.steps,
+        "trainer.total_epochs": cfg.steps,
+        "trainer.save_freq": save_freq,
+        "trainer.test_freq": _every(cfg.val_every, cfg.steps),
+        "trainer.val_before_train": cfg.val_before_train,
         "trainer.critic_warmup": 0,
         "trainer.resume_mode": "auto",
         "trainer.default_local_dir": str(out_dir / "checkpoints"),
-        "trainer.max_actor_ckpt_to_keep": verl.max_ckpt_to_keep,
+        "trainer.max_actor_ckpt_to_keep": cfg.keep_checkpoints,
     }
     appended: dict[str, Any] = {}
-    if spec.method == "dapo":
+    if cfg.spec.shaping == "dapo":
         o["algorithm.filter_groups.enable"] = True
         o["algorithm.filter_groups.metric"] = "acc"
-        o["algorithm.filter_groups.max_num_gen_batches"] = dapo.max_num_gen_batches
-        o["data.gen_batch_size"] = verl.train_batch_size
+        o["algorithm.filter_groups.max_num_gen_batches"] = cfg.dapo.max_num_gen_batches
+        o["data.gen_batch_size"] = cfg.batch_size
         o["reward.reward_manager.name"] = "naive"
-        o["trainer.total_epochs"] = math.ceil(dapo.max_rollout_factor * verl.total_epochs)
+        # an upper bound only: the entry's generation budget ends the run
+        o["trainer.total_epochs"] = math.ceil(cfg.dapo.max_rollout_factor * cfg.steps)
         o["hydra.searchpath"] = ["pkg://verl.trainer.config"]
         appended = {f"vade_dapo.{k}": v for k, v in {
             "run_id": spec.run_id,
             "store": str(out_dir / "history.duckdb"),
-            "base_epochs": verl.total_epochs,
-            "max_rollout_factor": float(dapo.max_rollout_factor),
+            "base_steps": cfg.steps,
+            "max_rollout_factor": float(cfg.dapo.max_rollout_factor),
             "stop_file": str(out_dir / "stop.json"),
             "tracking_uri": tracking_uri,
             "experiment": experiment,
@@ -197,17 +209,15 @@ def build_overrides(spec: RunSpec, verl: VerlConfig, algo: AlgoConfig, *,
         o["data.sampler.class_path"] = SAMPLER_CLASS_PATH
         o["data.sampler.class_name"] = SAMPLER_CLASS_NAME
         vade_block = {
-            "method": spec.method,
+            "method": cfg.method,
             "run_id": spec.run_id,
             "store": str(out_dir / "history.duckdb"),
             "state_dir": str(out_dir / "sampler_state"),
-            "seed": spec.seed,
-            "lambda1": float(sampler.get("lambda1", 0.2)),
-            "lambda2": float(sampler.get("lambda2", 0.999)),
-            "snapshot_every": int(sampler.get("snapshot_every", 0)),
-            "keep_every": max(verl.save_freq, 0),
+            "seed": cfg.seed,
+            **asdict(cfg.sampler),
+            "keep_every": save_freq,
             "initial_difficulty": (str(Path(spec.difficulty).resolve())
-                                   if spec.difficulty is not None and spec.method != "vanilla"
+                                   if spec.difficulty is not None and cfg.needs_difficulty
                                    else None),
             "tracking_uri": tracking_uri,
             "experiment": experiment,

@@ -11,12 +11,13 @@ override builder (``vade.train.verl.overrides``) writes the block; users never t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from vade import methods
 from vade.config_io import reject_unknown
-from vade.sampling import METHODS
 from vade.sampling.checks import check_number
+from vade.train.config import SamplerConfig
 
 __all__ = ["BLOCK", "PluginSettings"]
 
@@ -25,20 +26,34 @@ BLOCK = "vade"  # data.sampler.<BLOCK>
 
 @dataclass(frozen=True)
 class PluginSettings:
-    """``data.sampler.vade``. Paths are absolute (Ray workers may run in another directory)."""
+    """``data.sampler.vade``. Paths are absolute (Ray workers may run in another directory).
+
+    The ``sampler`` section's keys arrive flat (``lambda1``, ``lambda2``, ``snapshot_every``,
+    as the override builder wrote them from ``SamplerConfig``) and are read back into that same
+    class: one set of defaults and checks for both backends."""
 
     method: str
     run_id: str
     store: str                      # the run's DuckDB file (history.duckdb)
     state_dir: str                  # per-step sampler state files (next to the DuckDB file)
     seed: int = 0
-    lambda1: float = 0.2
-    lambda2: float = 0.999
-    snapshot_every: int = 0
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)
     keep_every: int = 0             # verl's save_freq: which state files retention keeps
     initial_difficulty: str | None = None   # initial.parquet (sample_id, correct, rollouts)
     tracking_uri: str | None = None          # MLflow; None disables MLflow logging here
     experiment: str | None = None
+
+    @property
+    def lambda1(self) -> float:
+        return self.sampler.lambda1
+
+    @property
+    def lambda2(self) -> float:
+        return self.sampler.lambda2
+
+    @property
+    def snapshot_every(self) -> int:
+        return self.sampler.snapshot_every
 
     @classmethod
     def from_data_config(cls, data_config: Any) -> PluginSettings:
@@ -52,20 +67,24 @@ class PluginSettings:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> PluginSettings:
-        names = {f.name for f in fields(cls)}
+        values = dict(values)
+        spec_keys = {f.name for f in fields(SamplerConfig)}
+        names = {f.name for f in fields(cls)} - {"sampler"} | spec_keys
         reject_unknown(values, names, "data.sampler.vade")
         for key in ("method", "run_id", "store", "state_dir"):
             if not values.get(key):
                 raise ValueError(f"data.sampler.vade.{key} is required")
-        out = cls(**dict(values))
-        if out.method not in METHODS:
-            raise ValueError(f"data.sampler.vade.method must be one of {tuple(METHODS)}, "
-                             f"got {out.method!r}")
+        try:
+            spec = SamplerConfig(**{k: values.pop(k) for k in spec_keys if k in values})
+        except ValueError as exc:
+            raise ValueError(f"data.sampler.vade.{exc}") from None
+        out = cls(**values, sampler=spec)
+        row = methods.get(out.method)
+        if row.shaping is not None:
+            raise ValueError(f"data.sampler.vade.method = {out.method!r}: the curriculum sampler "
+                             "runs methods that are a sampler alone "
+                             f"({', '.join(methods.names_where(shaping=None))})")
         check_number("data.sampler.vade.seed", out.seed, 0, 2**63 - 1, integer=True)
-        check_number("data.sampler.vade.lambda1", out.lambda1, 0.0, 1.0)
-        check_number("data.sampler.vade.lambda2", out.lambda2, 0.0, 1.0)
-        check_number("data.sampler.vade.snapshot_every", out.snapshot_every, 0, 1 << 30,
-                     integer=True)
         check_number("data.sampler.vade.keep_every", out.keep_every, 0, 1 << 30, integer=True)
         return out
 

@@ -1,0 +1,75 @@
+"""The method table (vade/methods.py) is the one list of methods: everything else follows it.
+
+All real: the table, the schema file Snakemake validates against, and the readers of the table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vade import methods
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_schema_enum_is_the_table():
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    assert schema["$defs"]["method"]["enum"] == list(methods.NAMES)
+
+
+def test_rows_by_hand():
+    """What each method reads and needs, written out from the paper and DIVA-GRPO."""
+    expect = {  # name: (config sections besides train, needs initial difficulty)
+        "vanilla": ((), False),
+        "dapo": (("dapo",), False),
+        "vade": (("sampler",), True),
+        "symmetric": (("sampler",), True),
+        "greedy": (("sampler",), True),
+        "last-update": (("sampler",), True),
+        "diva": (("diva",), True),
+        "vade-diva": (("sampler", "diva"), True),
+    }
+    assert set(expect) == set(methods.NAMES)
+    for name, (sections, difficulty) in expect.items():
+        row = methods.get(name)
+        assert row.config_sections == sections, name
+        assert row.needs_difficulty is difficulty, name
+    assert methods.names_where(table="ablation") == ("symmetric", "greedy", "last-update")
+    assert methods.names_where(shaping=None) == ("vanilla", "vade", "symmetric", "greedy",
+                                                 "last-update")
+    assert dict(methods.get("greedy").vade_options) == {"exploration": "greedy"}
+
+
+def test_labels_and_colours_are_distinct():
+    rows = list(methods.METHODS.values())
+    assert len({r.label for r in rows}) == len(rows)
+    assert len({r.colour for r in rows}) == len(rows)
+
+
+def test_unknown_name_and_bad_rows_are_refused():
+    with pytest.raises(ValueError, match="method 'grpo' is unknown"):
+        methods.get("grpo")
+    with pytest.raises(ValueError, match="vade_options need chooser 'vade'"):
+        methods.Method("x", "uniform", "x", "k", "main", vade_options={"decay": "none"})
+    with pytest.raises(ValueError, match="shaping 'filter'"):
+        methods.Method("x", "vade", "x", "k", "main", shaping="filter")
+
+
+def test_readers_follow_the_table():
+    """The trainer's config, the sampler factory and the report read the same rows."""
+    from vade.report.figures import COLORS
+    from vade.report.tables import ABLATIONS, METHOD_LABELS
+    from vade.sampling import METHODS as SAMPLER_METHODS
+    from vade.train.config import NEEDS_DIFFICULTY, TRAIN_METHODS
+
+    assert TRAIN_METHODS == methods.NAMES
+    assert NEEDS_DIFFICULTY == methods.names_where(needs_difficulty=True)
+    assert set(SAMPLER_METHODS) == set(methods.names_where(shaping=None))
+    assert SAMPLER_METHODS["symmetric"] == {"objective": "symmetric"}
+    assert SAMPLER_METHODS["vanilla"] is None
+    assert ABLATIONS == methods.names_where(table="ablation")
+    assert all(METHOD_LABELS[n] == methods.get(n).label for n in methods.NAMES)
+    assert all(COLORS[n] == methods.get(n).colour for n in methods.NAMES)

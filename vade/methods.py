@@ -1,0 +1,100 @@
+"""The training methods, named once: what chooses the prompts, what shapes them, how they show.
+
+Every layer that needs to know the methods reads this table and nothing else: the workflow
+(wildcards, which config sections a run depends on, which runs need the initial difficulty
+rollouts), the schema check (a test keeps ``workflow/schemas/config.schema.yaml``'s enum equal
+to :data:`NAMES`), the training config, both trainers (through ``vade.sampling.make_sampler``),
+the sampler lab and the report (labels, colours, which table a method belongs to). It imports
+nothing beyond the standard library, so Snakemake and the report can read it without torch.
+
+A method is a *chooser* (which prompts a step trains on: ``uniform`` epochs or the ``vade``
+posterior, with VadeSampler's options for the ablations) plus an optional *shaping* applied
+after the choice: ``dapo`` (generate, then keep only informative groups, under the rollout cap)
+or ``diva`` (DIVA-GRPO: one variant per chosen original and the difficulty-weighted advantage).
+Adding a method that only changes the chooser is one row here (with its VadeSampler option in
+``vade.sampling``), the schema's enum, and a test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+__all__ = ["CHOOSERS", "METHODS", "Method", "NAMES", "SHAPINGS", "get", "names_where"]
+
+CHOOSERS = ("uniform", "vade")
+SHAPINGS = (None, "dapo", "diva")
+
+
+@dataclass(frozen=True)
+class Method:
+    """One row of the method table."""
+
+    name: str
+    chooser: str                       # "uniform" | "vade"
+    label: str                         # the report's row label
+    colour: str                        # matplotlib colour of its curves
+    table: str                         # "main" (Table 1) or "ablation" (Table 2)
+    vade_options: Mapping[str, str] = field(default_factory=dict)  # VadeSampler keywords
+    shaping: str | None = None         # None | "dapo" | "diva"
+
+    def __post_init__(self) -> None:
+        if self.chooser not in CHOOSERS:
+            raise ValueError(f"method {self.name}: chooser {self.chooser!r} not in {CHOOSERS}")
+        if self.shaping not in SHAPINGS:
+            raise ValueError(f"method {self.name}: shaping {self.shaping!r} not in {SHAPINGS}")
+        if self.vade_options and self.chooser != "vade":
+            raise ValueError(f"method {self.name}: vade_options need chooser 'vade'")
+        if self.table not in ("main", "ablation"):
+            raise ValueError(f"method {self.name}: table {self.table!r} not main/ablation")
+        object.__setattr__(self, "vade_options", MappingProxyType(dict(self.vade_options)))
+
+    @property
+    def uses_posterior(self) -> bool:
+        """Chooses with VADE's Beta posterior: reads the ``sampler`` section."""
+        return self.chooser == "vade"
+
+    @property
+    def needs_difficulty(self) -> bool:
+        """Starts from the initial difficulty rollouts (VADE's prior, DIVA's levels)."""
+        return self.uses_posterior or self.shaping == "diva"
+
+    @property
+    def config_sections(self) -> tuple[str, ...]:
+        """The config sections besides ``train`` that a run of this method reads."""
+        return tuple(s for s, used in (("sampler", self.uses_posterior),
+                                       ("dapo", self.shaping == "dapo"),
+                                       ("diva", self.shaping == "diva")) if used)
+
+
+_ROWS = (
+    Method("vanilla", "uniform", "vanilla", "tab:blue", "main"),
+    Method("dapo", "uniform", "DAPO", "tab:orange", "main", shaping="dapo"),
+    Method("vade", "vade", "Ours (VADE)", "tab:red", "main"),
+    Method("symmetric", "vade", "p(1-p)", "tab:green", "ablation",
+           vade_options={"objective": "symmetric"}),
+    Method("greedy", "vade", "greedy", "tab:purple", "ablation",
+           vade_options={"exploration": "greedy"}),
+    Method("last-update", "vade", "last update", "tab:brown", "ablation",
+           vade_options={"decay": "last-update"}),
+    Method("diva", "uniform", "DIVA-GRPO", "tab:cyan", "main", shaping="diva"),
+    Method("vade-diva", "vade", "VADE + DIVA", "tab:pink", "main", shaping="diva"),
+)
+METHODS: Mapping[str, Method] = MappingProxyType({m.name: m for m in _ROWS})
+NAMES: tuple[str, ...] = tuple(METHODS)
+
+
+def get(name: str) -> Method:
+    """The method called ``name``; a ValueError listing the known names otherwise."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise ValueError(f"method {name!r} is unknown (known: {', '.join(NAMES)})") from None
+
+
+def names_where(**conditions: object) -> tuple[str, ...]:
+    """Names of the methods whose attributes equal ``conditions``, in table order
+    (``names_where(shaping=None)``: the methods that are a sampler alone)."""
+    return tuple(m.name for m in _ROWS
+                 if all(getattr(m, k) == v for k, v in conditions.items()))

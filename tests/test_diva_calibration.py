@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from vade.bench.diva_calibration import calibrate
-from vade.data.variants import item_from_example, variant_example
 from vade.data.config import DEFAULT_PROMPT_TEMPLATE, SyntheticConfig
 from vade.data.records import example_from_row
 from vade.data.splits import rng_for
 from vade.data.synthetic.generate import make_items
+from vade.data.variants import item_from_example, variant_example
 from vade.data.writer import verl_row
 from vade.models.testing import tiny_policy
 from vade.rollout import HFEngine

@@ -35,7 +35,7 @@ def test_config_defaults_and_errors_name_the_key():
         model_config_from_section({"colour": 1})
     with pytest.raises(ValueError, match=r"'model\.tiny\.mrope_section' must sum to head_dim/2 = 16"):
         model_config_from_section({"tiny": {"mrope_section": [4, 4, 4]}})
-    with pytest.raises(ValueError, match=r"'model\.warm_start\.lr'"):
+    with pytest.raises(ValueError, match=r"model\.warm_start\.lr = -1 is out of range"):
         model_config_from_section({"warm_start": {"lr": -1}})
     with pytest.raises(ValueError, match=r"'model\.name_or_path' is required"):
         model_config_from_section({"kind": "pretrained"})

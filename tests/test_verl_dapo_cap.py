@@ -37,7 +37,7 @@ def config(tmp_path, *, save_freq=2, test_freq=2, max_num_gen_batches=0, logger=
     return OmegaConf.create({
         "vade_dapo": {"run_id": "m-grpo-dapo-s0", "store": str(tmp_path / "history.duckdb"),
                       "stop_file": str(tmp_path / "stop.json"), "tracking_uri": None,
-                      "base_epochs": 1, "max_rollout_factor": 3.0},
+                      "base_steps": 4, "max_rollout_factor": 3.0},
         "data": {"train_batch_size": 2, "gen_batch_size": 2},
         "algorithm": {"filter_groups": {"max_num_gen_batches": max_num_gen_batches}},
         "trainer": {"total_epochs": 3, "total_training_steps": None, "save_freq": save_freq,
@@ -78,15 +78,17 @@ def latest_checkpoint(tmp_path):
 
 
 def test_budget_in_generation_batches():
-    assert generation_budget(dataset_size=8, train_batch_size=2, gen_batch_size=2, n=2,
-                             base_epochs=1, factor=3.0) == (48, 12)
-    # 10 prompts, batches of 4 -> 2 steps x 4 x 8 = 64 rollouts, x 2.5 = 160; a gen batch of 6
-    # prompts costs 48 -> 3 batches (144), the 4th cannot be paid for
-    assert generation_budget(dataset_size=10, train_batch_size=4, gen_batch_size=6, n=8,
-                             base_epochs=1, factor=2.5) == (160, 3)
+    # 4 steps x 2 prompts x 2 rollouts = 16, x 3 = 48 rollouts = 12 batches of 2 x 2
+    assert generation_budget(train_batch_size=2, gen_batch_size=2, n=2, base_steps=4,
+                             factor=3.0) == (48, 12)
+    # 2 steps x 4 x 8 = 64 rollouts, x 2.5 = 160; a gen batch of 6 prompts costs 48 ->
+    # 3 batches (144), the 4th cannot be paid for
+    assert generation_budget(train_batch_size=4, gen_batch_size=6, n=8, base_steps=2,
+                             factor=2.5) == (160, 3)
     with pytest.raises(ValueError, match="gen_batch_size"):
-        generation_budget(dataset_size=8, train_batch_size=2, gen_batch_size=0, n=2,
-                          base_epochs=1, factor=3.0)
+        generation_budget(train_batch_size=2, gen_batch_size=0, n=2, base_steps=4, factor=3.0)
+    with pytest.raises(ValueError, match="base_steps"):
+        generation_budget(train_batch_size=2, gen_batch_size=2, n=2, base_steps=0, factor=3.0)
 
 
 def test_budgeted_loader_never_draws_an_unpaid_batch():
@@ -181,8 +183,11 @@ def test_completed_run_and_per_step_limit(tmp_path):
     assert history(tmp_path / "lim")[0] == [(1, 12 + 12, 24)]
 
 
-def test_capped_trainer_refuses_epochs_that_do_not_match_the_cap(tmp_path):
+def test_capped_trainer_lets_the_budget_not_the_epochs_bound_the_run(tmp_path):
+    """The run's length is train.steps (total_training_steps) and its generation the budget: an
+    epoch count too small for the budget is raised (12 batches, 4 per epoch -> 4 epochs)."""
     cfg = config(tmp_path)
-    cfg.trainer.total_epochs = 2
-    with pytest.raises(ValueError, match="total_epochs"):
-        capped_trainer_class(RecipeLoopStandIn)(cfg, train_dataset=PromptSet(8), keep=KEEP_0_4)
+    cfg.trainer.total_epochs = 1
+    t = capped_trainer_class(RecipeLoopStandIn)(cfg, train_dataset=PromptSet(8), keep=KEEP_0_4)
+    assert t.config.trainer.total_training_steps == 4
+    assert t.config.trainer.total_epochs == 4 and t.train_dataloader.limit == 12

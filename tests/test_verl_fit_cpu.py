@@ -8,13 +8,13 @@ reference, weight sync) are CPU stand-ins behind ``init_workers``, backed by a t
 
 The numbers: 10 training prompts (ids 0-9, answer id % 4), 4 validation prompts (ids 100-103,
 3 of source ``synthetic/shape``, 1 of ``synthetic/count``), batch 4, n = 3, 2 steps an epoch,
-3 epochs = 6 steps, checkpoints at steps 2, 4, 6, validation at 0, 2, 4, 6.
+6 steps (3 epochs), checkpoints at steps 2, 4, 6, validation at 0, 2, 4, 6.
 
 The trainer is the project's production class (``vade.train.verl.ppo_entry``), except in the
 test that shows why it exists. DAPO runs verl-recipe's own ``RayDAPOTrainer.fit`` (the pinned
 commit's file, vendored unmodified in ``fixtures/verl/recipe_8f9e7ac``: verl-recipe cannot be
 pip-installed) under the project's capped subclass, with the same CPU workers: 10 prompts,
-batch 4, n = 3, 2 base epochs (4 steps, 48 rollouts), cap factor 1.5 = 72 rollouts = 6
+batch 4, n = 3, 4 base steps (48 rollouts), cap factor 1.5 = 72 rollouts = 6
 generation batches; it trains 3 steps of 2 generation batches each and stops at the cap. The
 cap's edge cases (unfinished steps, old checkpoints) are in ``test_verl_dapo_cap.py``.
 """
@@ -83,7 +83,7 @@ def run(world, *, method="vade", algorithm="grpo", out="run", kill_at=None, atte
     root, proc = world
     dapo = method == "dapo"
     spec, cfg = build_config(root, method=method, algorithm=algorithm, out=out,
-                             epochs=2 if dapo else 3, max_rollout_factor=1.5)
+                             steps=4 if dapo else 6, max_rollout_factor=1.5)
     os.environ["VERL_FILE_LOGGER_PATH"] = str(root / f"{out}-attempt{attempt}.jsonl")
     trainer = make_trainer(cfg, proc, kill_at=kill_at, plain_verl=plain_verl,
                            trainer_class=dapo_trainer_class() if dapo else None,

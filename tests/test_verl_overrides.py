@@ -17,13 +17,14 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 pytest.importorskip("verl")
 
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from vade.train.config import algo_config
-from vade.train.verl.config import DapoSettings, VerlConfig
-from vade.train.verl.launch import plan
+from vade.train.config import TrainConfig
+from vade.train.verl.config import VerlConfig
+from vade.train.verl.launch import model_path, plan
 from vade.train.verl.overrides import RunSpec, build_overrides, reward_entry_path
 from vade.train.verl.settings import PluginSettings
 
@@ -38,9 +39,18 @@ def verl_config_dir() -> str:
     return str(Path(verl.__file__).parent / "trainer" / "config")
 
 
+PAPER = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml")
+                      .read_text())
+
+
+def paper_cfg(algorithm="grpo", method="vade", seed=0, config=PAPER) -> TrainConfig:
+    """The run as ``vade train`` parses it from config/config.yaml (the real paper config)."""
+    return TrainConfig.from_config(config, algorithm=algorithm, method=method, seed=seed)
+
+
 def spec(model="qwen2.5-vl-7b", algorithm="grpo", method="vade", seed=0, out="/tmp/r"):
-    return RunSpec(name="paper", model=model, model_path=MODELS[model], algorithm=algorithm,
-                   method=method, seed=seed, data_dir=Path("data/paper"),
+    return RunSpec(cfg=paper_cfg(algorithm, method, seed), model=model,
+                   model_path=MODELS[model], data_dir=Path("data/paper"),
                    out_dir=Path(out) / f"{model}-{algorithm}-{method}-s{seed}",
                    difficulty=Path("results/paper/difficulty/initial.parquet"))
 
@@ -53,9 +63,7 @@ def composed():
             for algorithm in ("grpo", "gspo"):
                 for method in METHODS:
                     s = spec(model, algorithm, method)
-                    ov = build_overrides(s, VerlConfig(), algo_config({}, algorithm),
-                                         sampler={"snapshot_every": 50},
-                                         tracking_uri="sqlite:////tmp/mlflow.db")
+                    ov = build_overrides(s, tracking_uri="sqlite:////tmp/mlflow.db")
                     cfg = compose("ppo_trainer", overrides=ov)
                     out[(model, algorithm, method)] = OmegaConf.to_container(cfg, resolve=True)
     return out
@@ -93,7 +101,17 @@ def test_table4_values_land_where_verl_reads_them(composed):
     assert actor["use_kl_loss"] is True and actor["kl_loss_coef"] == 0.01
     assert (actor["clip_ratio_low"], actor["clip_ratio_high"]) == (3e-4, 4e-4)
     assert actor["loss_agg_mode"] == "seq-mean-token-mean"
-    assert (trainer["n_gpus_per_node"], trainer["nnodes"], trainer["total_epochs"]) == (4, 1, 15)
+    assert (trainer["n_gpus_per_node"], trainer["nnodes"]) == (4, 1)
+    # 15 epochs of 16 batches: the step count, whatever verl's epoch bound
+    assert trainer["total_training_steps"] == 240 and trainer["total_epochs"] >= 15
+    assert (trainer["test_freq"], trainer["save_freq"], trainer["max_actor_ckpt_to_keep"]) \
+        == (10, 20, 2)
+    assert (actor["ppo_epochs"], actor["grad_clip"], actor["optim"]["weight_decay"]) \
+        == (1, 1.0, 0.01)
+    assert rollout["val_kwargs"]["temperature"] == 0 and rollout["val_kwargs"]["do_sample"] is False
+    vade = PluginSettings.from_dict(c["data"]["sampler"]["vade"])
+    assert (vade.lambda1, vade.lambda2, vade.snapshot_every, vade.keep_every) \
+        == (0.2, 0.999, 50, 20)
     assert trainer["logger"] == ["console", "mlflow", "file"]
     assert trainer["project_name"] == "paper"
     assert trainer["default_local_dir"].endswith("qwen2.5-vl-3b-gspo-vade-s0/checkpoints")
@@ -121,19 +139,26 @@ def test_sampler_plugin_and_reward_load_through_verl(composed):
 
 
 def test_unknown_key_and_bad_values_fail():
-    ov = build_overrides(spec(), VerlConfig(), algo_config({}, "grpo"))
+    ov = build_overrides(spec())
     with initialize_config_dir(config_dir=verl_config_dir(), version_base=None):
         with pytest.raises(ConfigCompositionException):
             compose("ppo_trainer", overrides=ov + ["actor_rollout_ref.actor.optim.lrr=1e-6"])
-    with pytest.raises(ValueError, match="train.verl.ppo_mini_batch_size"):
-        VerlConfig.from_dict({"ppo_mini_batch_size": 100})
+    with pytest.raises(ValueError, match="train.ppo_mini_batch_size = 100 must divide"):
+        paper_cfg(config={**PAPER, "train": {**PAPER["train"], "ppo_mini_batch_size": 100}})
     with pytest.raises(ValueError, match="unknown key 'train.verl.batch'"):
         VerlConfig.from_dict({"batch": 4})
+    with pytest.raises(ValueError, match="unknown key 'train.verl.train_batch_size'"):
+        VerlConfig.from_dict({"train_batch_size": 512})  # one name per concept: train.batch_size
     with pytest.raises(ValueError, match="tensor_model_parallel_size"):
         VerlConfig.from_dict({"tensor_model_parallel_size": 3})
+    with pytest.raises(ValueError, match="= 8 must be divisible by the 16 GPUs"):
+        paper_cfg(config={**PAPER, "train": {**PAPER["train"], "ppo_mini_batch_size": 1,
+                                             "verl": {"n_gpus_per_node": 16}}})
     with pytest.raises(ValueError, match="dapo.max_rollout_factor"):
-        DapoSettings.from_dict({"max_rollout_factor": 0.5})
-    with pytest.raises(ValueError, match="method"):
+        paper_cfg(method="dapo", config={**PAPER, "dapo": {"max_rollout_factor": 0.5}})
+    with pytest.raises(ValueError, match="lambda1 = 0.5 > lambda2 = 0.4"):
+        paper_cfg(config={**PAPER, "sampler": {"lambda1": 0.5, "lambda2": 0.4}})
+    with pytest.raises(ValueError, match="train.method = 'dapo2' is unknown"):
         spec(method="dapo2")
 
 
@@ -153,35 +178,38 @@ def _recipe_config_dir(tmp_path: Path) -> Path:
 def test_dapo_composes_with_the_recipe_config(tmp_path, algorithm):
     config_dir = _recipe_config_dir(tmp_path)
     s = spec(algorithm=algorithm, method="dapo")
-    ov = build_overrides(s, VerlConfig(), algo_config({}, algorithm),
-                         dapo=DapoSettings(max_rollout_factor=3))
+    ov = build_overrides(s)
     assert not any(o.startswith(("data.sampler", "+data.sampler")) for o in ov)
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):
         c = OmegaConf.to_container(compose("dapo_trainer", overrides=ov), resolve=True)
     fg = c["algorithm"]["filter_groups"]
     assert (fg["enable"], fg["metric"], fg["max_num_gen_batches"]) == (True, "acc", 0)
-    assert c["trainer"]["total_epochs"] == 45 and c["data"]["gen_batch_size"] == 512
+    assert c["trainer"]["total_epochs"] == 720 and c["data"]["gen_batch_size"] == 512
     assert c["reward"]["reward_manager"]["name"] == "naive"
-    assert c["vade_dapo"]["base_epochs"] == 15 and c["vade_dapo"]["max_rollout_factor"] == 3.0
+    assert c["vade_dapo"]["base_steps"] == 240 and c["vade_dapo"]["max_rollout_factor"] == 3.0
 
 
 def test_launch_plan_reads_the_project_config(tmp_path, monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # the default store, not the tests'
     config = {"name": "paper",
               "models": {"qwen2.5-vl-3b": {"name_or_path": MODELS["qwen2.5-vl-3b"]}},
-              "train": {"backend": "verl", "verl": {"total_epochs": 2}},
+              "train": {"backend": "verl", "steps": 2},
               "sampler": {"lambda1": 0.3, "lambda2": 0.99, "snapshot_every": 5},
               "dapo": {"max_rollout_factor": 3}, "tracking": {"mlflow_uri": None}}
-    s, cmd, env = plan(config, algorithm="grpo", method="vade", seed=1, model="qwen2.5-vl-3b",
-                       data_dir=tmp_path / "data", difficulty=tmp_path / "initial.parquet",
-                       out_dir=tmp_path / "run")
+    path = model_path(config, "qwen2.5-vl-3b")
+    assert path == MODELS["qwen2.5-vl-3b"]
+    cfg = TrainConfig.from_config(config, algorithm="grpo", method="vade", seed=1)
+    s, cmd, env = plan(cfg, model="qwen2.5-vl-3b", model_path=path, data_dir=tmp_path / "data",
+                       difficulty=tmp_path / "initial.parquet", out_dir=tmp_path / "run")
     assert cmd[1:3] == ["-m", "vade.train.verl.ppo_entry"] and s.run_id == "qwen2.5-vl-3b-grpo-vade-s1"
-    assert "trainer.total_epochs=2" in cmd and "+data.sampler.vade.lambda1=0.3" in cmd
+    assert "trainer.total_training_steps=2" in cmd and "+data.sampler.vade.lambda1=0.3" in cmd
     db = Path("results/paper/mlflow.db").resolve()
     assert env["MLFLOW_TRACKING_URI"] == f"sqlite:///{db}"
-    _, cmd, _ = plan(config, algorithm="gspo", method="dapo", seed=0, model="qwen2.5-vl-3b",
-                     data_dir=tmp_path, difficulty=None, out_dir=tmp_path / "run")
+    cfg = TrainConfig.from_config(config, algorithm="gspo", method="dapo", seed=0)
+    _, cmd, _ = plan(cfg, model="qwen2.5-vl-3b", model_path=path, data_dir=tmp_path,
+                     difficulty=None, out_dir=tmp_path / "run")
     assert cmd[1:3] == ["-m", "vade.train.verl.dapo_entry"] and "trainer.total_epochs=6" in cmd
+    assert "+vade_dapo.base_steps=2" in cmd
 
 
 def test_the_loss_comes_from_the_algorithm_block_shared_with_the_local_trainer(tmp_path):
@@ -194,7 +222,8 @@ def test_the_loss_comes_from_the_algorithm_block_shared_with_the_local_trainer(t
                         "grpo": {"norm_adv_by_std_in_grpo": False}}}
 
     def overrides(algorithm: str) -> list[str]:
-        return plan(config, algorithm=algorithm, method="vade", seed=0, model="qwen2.5-vl-3b",
+        cfg = TrainConfig.from_config(config, algorithm=algorithm, method="vade")
+        return plan(cfg, model="qwen2.5-vl-3b", model_path=MODELS["qwen2.5-vl-3b"],
                     data_dir=tmp_path, difficulty=None, out_dir=tmp_path / "run")[1]
 
     gspo, grpo = overrides("gspo"), overrides("grpo")

@@ -96,12 +96,14 @@ def test_pooled_score_reaches_history_mlflow_and_the_report(tmp_path):
 def test_launch_pools_its_attempt_files_in_time_order(tmp_path):
     """``launch`` after verl exits: attempt files sorted by their time stamp (numerically), the
     counts from the run's own val.parquet."""
+    from vade.train.config import TrainConfig
     from vade.train.verl.launch import _pool_validation, plan
 
     config = {"name": "exp", "train": {"backend": "verl", "verl": {}},
               "tracking": {"enabled": False}}
-    spec, _, _ = plan(config, algorithm="grpo", method="vanilla", seed=0, model="m",
-                      data_dir=tmp_path / "data", difficulty=None, out_dir=tmp_path / "run")
+    cfg = TrainConfig.from_config(config, algorithm="grpo", method="vanilla", seed=0)
+    spec, _, _ = plan(cfg, model="m", model_path="m", data_dir=tmp_path / "data",
+                      difficulty=None, out_dir=tmp_path / "run")
     (tmp_path / "data").mkdir()
     pq.write_table(pa.table({"data_source": ["geo3k"] * 3 + ["ai2d(cauldron,llava_format)"]
                              + ["CLEVR-Math/sub"] * 4}), tmp_path / "data" / "val.parquet")
@@ -113,7 +115,7 @@ def test_launch_pools_its_attempt_files_in_time_order(tmp_path):
     with RunStore(spec.out_dir / "history.duckdb", spec.run_id) as h:
         h.start_run(method="vanilla", sampler_config={"kind": "uniform", "n_samples": 4,
                                                       "batch_size": 2})
-    _pool_validation(spec, None, config)
+    _pool_validation(spec, None)
     con = open_catalog([spec.out_dir / "history.duckdb"])
     rows = con.execute("SELECT name, value FROM metrics ORDER BY name").fetchall()
     con.close()

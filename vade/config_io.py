@@ -4,7 +4,8 @@ A verb reads the sections it owns (``data``, ``model``, ``train`` ...) from one 
 mapping comes from a YAML file (``--config config/tiny.yaml``, what a user types) or from a JSON
 string (``--config-json``, what a Snakemake rule passes: exactly the sections held in its
 ``params:``, so the rule reruns when, and only when, those sections change). Each verb validates
-its sections into a typed object once, here at the edge, and names the bad key when it fails.
+its sections into a typed object once, here at the edge, and names the bad key when it fails
+(the checks themselves: ``vade.checks``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["add_config_arguments", "check_bool", "check_float", "check_int", "load_config",
-           "reject_unknown", "section"]
+__all__ = ["add_config_arguments", "load_config", "section"]
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -67,38 +67,3 @@ def section(config: Mapping[str, Any], name: str, *, required: bool = True) -> d
     if not isinstance(value, dict):
         raise ValueError(f"config key '{name}' must be a mapping, got {type(value).__name__}")
     return dict(value)
-
-
-def reject_unknown(values: Mapping[str, Any], allowed: set[str] | frozenset[str],
-                   where: str) -> None:
-    """Raise naming the first unknown key (a typo should fail, not be ignored)."""
-    unknown = sorted(set(values) - set(allowed))
-    if unknown:
-        raise ValueError(f"unknown key '{where}.{unknown[0]}' (allowed: {sorted(allowed)})")
-
-
-def check_bool(where: str, value: Any) -> bool:
-    """``value`` if it is a YAML boolean; else ValueError naming the key (1 and "yes" are not)."""
-    if not isinstance(value, bool):
-        raise ValueError(f"config key '{where}' must be true or false, got {value!r}")  # noqa: TRY004
-    return value
-
-
-def check_int(where: str, value: Any, lo: int, hi: int) -> int:
-    """``value`` if it is an integer (not a bool) in [lo, hi]; else ValueError naming the key."""
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ValueError(f"config key '{where}' must be an integer in [{lo}, {hi}], got {value!r}")
-    return value
-
-
-def check_float(where: str, value: Any, lo: float, hi: float, *, open_lo: bool = False) -> float:
-    """``value`` as a float if it is a number (not a bool) in [lo, hi] ((lo, hi] if ``open_lo``);
-    else ValueError naming the key."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if ok:
-        ok = (lo < value if open_lo else lo <= value) and value <= hi
-    if not ok:
-        bracket = "(" if open_lo else "["
-        raise ValueError(f"config key '{where}' must be a number in {bracket}{lo}, {hi}], "
-                         f"got {value!r}")
-    return float(value)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vade.config_io import reject_unknown
+from vade.checks import check_bool, reject_unknown
 
 __all__ = ["MODES", "NullTracker", "Tracker", "TrackingConfig", "flatten", "open_tracker"]
 
@@ -49,8 +49,7 @@ class TrackingConfig:
     def from_dict(cls, values: Mapping[str, Any]) -> TrackingConfig:
         reject_unknown(values, {"enabled", "mlflow_uri", "experiment"}, "tracking")
         out = cls(**dict(values))
-        if not isinstance(out.enabled, bool):
-            raise ValueError(f"tracking.enabled must be true or false, got {out.enabled!r}")
+        check_bool("tracking.enabled", out.enabled)
         for key in ("mlflow_uri", "experiment"):
             value = getattr(out, key)
             if value is not None and (not isinstance(value, str) or not value):

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from vade.config_io import check_bool, check_float, check_int, reject_unknown
+from vade.checks import check_bool, check_float, check_int, reject_unknown
 
 __all__ = [
     "CHART_STYLES",

@@ -94,8 +94,9 @@ def _write_parquet(path: Path, rows: list[dict[str, Any]], with_difficulty: bool
 
 
 def _write_catalog(path: Path, records: list[dict[str, Any]], with_difficulty: bool) -> None:
-    from vade.store.file_format import connect_for_writing
     import pyarrow as pa
+
+    from vade.store.file_format import connect_for_writing
 
     cols = ["sample_id", "uid", "task", "domain", "split", "answer_type"]
     if with_difficulty:

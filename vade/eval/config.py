@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from vade.config_io import check_float, check_int, reject_unknown
+from vade.checks import check_bool, check_float, check_int, reject_unknown
 
 __all__ = ["PAPER_BENCHMARKS", "Benchmark", "EvaluateConfig", "JudgeConfig", "PlanConfig",
            "PolicyConfig"]
@@ -56,12 +56,8 @@ class Benchmark:
         for key in ("name", "task", "metric"):
             if not isinstance(v.get(key), str) or not v[key]:
                 raise ValueError(f"{where}.{key} must be a non-empty string, got {v.get(key)!r}")
-        scale = v.get("scale", 100.0)
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or scale <= 0:
-            raise ValueError(f"{where}.scale must be a positive number, got {scale!r}")
-        if not isinstance(v.get("judge", False), bool):
-            msg = f"{where}.judge must be true or false, got {v['judge']!r}"
-            raise ValueError(msg)  # noqa: TRY004
+        check_float(f"{where}.scale", v.get("scale", 100.0), 0.0, 1e9, open_lo=True)
+        check_bool(f"{where}.judge", v.get("judge", False))
         if v.get("items") is not None:
             check_int(f"{where}.items", v["items"], 1, 10**9)
         return cls(v["name"], v["task"], v["metric"], float(scale), v.get("judge", False),

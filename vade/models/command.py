@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from vade.checks import check_int
 from vade.config_io import add_config_arguments, load_config, section
 
 
@@ -33,9 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args)
     cfg = model_config_from_section(section(config, "model"))
-    seed = config.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"config key 'seed' must be a non-negative integer, got {seed!r}")
+    seed = check_int("seed", config.get("seed", 0), 0, 2**32 - 1)
     meta = build_base_model(cfg, seed, args.out, args.warmstart, progress=not args.no_progress)
     summary = {k: v for k, v in meta.items() if k != "config"}
     print(json.dumps(summary, indent=2))

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from vade.config_io import check_float, check_int, reject_unknown
+from vade.checks import check_float, check_int, reject_unknown
 
 __all__ = ["ModelConfig", "TinyArchConfig", "WarmStartConfig", "model_config_from_section"]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 from itertools import pairwise
 from typing import Any
 
-from vade.config_io import check_int, reject_unknown
+from vade.checks import check_bool, check_float, check_int, reject_unknown
 
 __all__ = ["ReportConfig", "expected_runs", "table_columns"]
 
@@ -52,13 +52,11 @@ class ReportConfig:
             if key in v and (not isinstance(v[key], str) or not v[key]):
                 raise ValueError(f"report.{key} must be a non-empty string, got {v[key]!r}")
         if "headline_fraction" in v:
-            f = v["headline_fraction"]
-            if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1:
-                raise ValueError(f"report.headline_fraction must be in (0, 1], got {f!r}")
-            v["headline_fraction"] = float(f)
+            v["headline_fraction"] = check_float("report.headline_fraction",
+                                                 v["headline_fraction"], 0.0, 1.0, open_lo=True)
         for key in ("paper_comparison", "initial_rollouts_on_cost_axis"):
-            if key in v and not isinstance(v[key], bool):
-                raise ValueError(f"report.{key} must be true or false, got {v[key]!r}")
+            if key in v:
+                check_bool(f"report.{key}", v[key])
         for key, lo, hi in (("heatmap_samples", 1, 1000), ("seed", 0, 2**32 - 1),
                             ("decimals", 0, 6)):
             if key in v:

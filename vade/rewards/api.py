@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from vade.config_io import reject_unknown
+from vade.checks import reject_unknown
 from vade.rewards.extract import extract_answer
 from vade.rewards.verify import MAX_OPTIONS, VERIFIERS, verify
 

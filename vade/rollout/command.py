@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 
+from vade.checks import check_int
 from vade.config_io import add_config_arguments, load_config, section
 
 
@@ -42,9 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args)
     cfg = difficulty_config_from_section(section(config, "difficulty", required=False))
-    seed = config.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"config key 'seed' must be a non-negative integer, got {seed!r}")
+    seed = check_int("seed", config.get("seed", 0), 0, 2**32 - 1)
     model_path = resolve_model_path(args.model)
     examples = read_examples(args.data)  # validates rows before the model loads
     engine = make_engine(cfg.engine, model_path, batch_size=cfg.batch_size,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vade.config_io import check_float, check_int, reject_unknown
+from vade.checks import check_float, check_int, reject_unknown
 
 if TYPE_CHECKING:  # pragma: no cover
     from vade.data.records import Example
@@ -150,9 +150,10 @@ def format_histogram(hist: Sequence[int]) -> str:
 def write_difficulty(out: str | Path, result: Mapping[str, Any], *, cfg: DifficultyConfig,
                      extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """initial.parquet + difficulty.duckdb (table ``initial_difficulty``) + summary.json."""
-    from vade.store.file_format import connect_for_writing
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from vade.store.file_format import connect_for_writing
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

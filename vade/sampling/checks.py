@@ -1,4 +1,4 @@
-"""Checks shared by samplers and the simulator: numbers in range, sizes, restored states."""
+"""Checks of sampler shapes and restored states (value checks: ``vade.checks``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_number", "check_sizes", "check_state"]
+__all__ = ["check_sizes", "check_state"]
 
 
 def check_sizes(n_samples: int, batch_size: int) -> None:
@@ -33,16 +33,3 @@ def check_state(state: Mapping[str, Any], version: int, config: Mapping[str, Any
                 f"sampler state has {key} = {saved.get(key)!r}, but this sampler "
                 f"was built with {key} = {value!r}"
             )
-
-
-def check_number(name: str, value: Any, lo: float, hi: float, *, lo_open: bool = False,
-                 integer: bool = False) -> None:
-    """Raise ValueError naming ``name`` unless lo <= value <= hi (lo < value if ``lo_open``)."""
-    kind = "an integer" if integer else "a number"
-    ok_type = isinstance(value, (int, np.integer)) if integer else isinstance(
-        value, (int, float, np.integer, np.floating))
-    if isinstance(value, bool) or not ok_type or not np.isfinite(value):
-        raise ValueError(f"{name} must be {kind}, got {value!r}")
-    if value < lo or value > hi or (lo_open and value == lo):
-        left = "(" if lo_open else "["
-        raise ValueError(f"{name} = {value!r} is out of range {left}{lo}, {hi}]")

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from vade.checks import check_number
 from vade.sampling import make_sampler
-from vade.sampling.checks import check_number
 from vade.sampling.peers import PEERS
 from vade.simulate.dynamics import DynamicsParams
 from vade.simulate.runner import METHODS, VADE_FAMILY, RunSettings, method_options

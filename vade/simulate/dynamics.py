@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from vade.sampling.checks import check_number as _check_number
+from vade.checks import check_number as _check_number
 
 __all__ = ["DynamicsParams", "PassRateEnv"]
 

@@ -57,8 +57,9 @@ def _sweep_columns(sweep: SweepResult) -> dict[str, Any]:
 def write_tables(out_dir: Path, comp: Comparison, summary: list[dict[str, Any]],
                  sweep: SweepResult | None, config: dict[str, Any]) -> dict[str, Path]:
     """Write ``sim_*`` tables to ``out_dir/simulate.duckdb`` and one CSV each."""
-    from vade.store.file_format import connect_for_writing
     import pyarrow as pa
+
+    from vade.store.file_format import connect_for_writing
 
     out_dir.mkdir(parents=True, exist_ok=True)
     tables = {

@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from vade.checks import check_number
 from vade.sampling import UniformSampler, make_sampler
-from vade.sampling.checks import check_number
 from vade.sampling.methods import METHODS as SAMPLER_METHODS
 from vade.sampling.peers import PEERS
 from vade.simulate.dynamics import DynamicsParams, PassRateEnv

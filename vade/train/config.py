@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from vade import methods
-from vade.config_io import reject_unknown, section
-from vade.sampling.checks import check_number
+from vade.checks import check_bool, check_choice, check_number, reject_unknown
+from vade.config_io import section
 from vade.tracking import TrackingConfig
 from vade.train.verl.config import VerlConfig
 
@@ -72,16 +72,6 @@ def _build(cls: type, values: Mapping[str, Any] | None, where: str) -> Any:
         raise ValueError(msg if msg.startswith(where) else f"{where}.{msg}") from None
 
 
-def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name} = {value!r} is unknown (allowed: {', '.join(allowed)})")
-
-
-def _flag(name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be true or false, got {value!r}")
-
-
 @dataclass(frozen=True)
 class AlgoConfig:
     """``train.grpo`` / ``train.gspo``: the loss of one algorithm (verl actor keys)."""
@@ -99,10 +89,10 @@ class AlgoConfig:
         check_number("clip_ratio_low", self.clip_ratio_low, 0.0, 1.0, lo_open=True)
         check_number("clip_ratio_high", self.clip_ratio_high, 0.0, 10.0, lo_open=True)
         check_number("clip_ratio_c", self.clip_ratio_c, 1.0, 1e6, lo_open=True)
-        _choice("loss_agg_mode", self.loss_agg_mode, AGG_MODES)
+        check_choice("loss_agg_mode", self.loss_agg_mode, AGG_MODES)
         check_number("kl_loss_coef", self.kl_loss_coef, 0.0, 1e3)
-        _choice("kl_loss_type", self.kl_loss_type, KL_TYPES)
-        _flag("norm_adv_by_std_in_grpo", self.norm_adv_by_std_in_grpo)
+        check_choice("kl_loss_type", self.kl_loss_type, KL_TYPES)
+        check_bool("norm_adv_by_std_in_grpo", self.norm_adv_by_std_in_grpo)
         check_number("epsilon", self.epsilon, 0.0, 1.0, lo_open=True)
 
 
@@ -208,9 +198,9 @@ class TrainConfig:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"name must be a non-empty string, got {self.name!r}")
         check_number("seed", self.seed, 0, 2**32 - 1, integer=True)
-        _choice("train.backend", self.backend, BACKENDS)
-        _choice("train.algorithm", self.algorithm, ALGORITHMS)
-        _choice("train.method", self.method, TRAIN_METHODS)
+        check_choice("train.backend", self.backend, BACKENDS)
+        check_choice("train.algorithm", self.algorithm, ALGORITHMS)
+        check_choice("train.method", self.method, TRAIN_METHODS)
         for key, lo, hi in (("batch_size", 1, _BIG), ("rollouts_per_prompt", 2, 4096),
                             ("steps", 1, _BIG), ("ppo_epochs", 1, 1000),
                             ("max_new_tokens", 1, 1_000_000), ("val_every", 0, _BIG),
@@ -224,7 +214,7 @@ class TrainConfig:
         check_number("train.grad_clip", self.grad_clip, 0.0, 1e9, lo_open=True)
         check_number("train.temperature", self.temperature, 0.0, 10.0, lo_open=True)
         check_number("train.val_temperature", self.val_temperature, 0.0, 10.0)
-        _flag("train.val_before_train", self.val_before_train)
+        check_bool("train.val_before_train", self.val_before_train)
         if self.val_temperature == 0 and self.val_n > 1:
             raise ValueError(f"train.val_n = {self.val_n} with train.val_temperature = 0: greedy "
                              "decoding gives the same answer every time (use val_n: 1)")

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from vade.sampling.checks import check_number, check_sizes, check_state
+from vade.checks import check_number
+from vade.sampling.checks import check_sizes, check_state
 from vade.sampling.observation import draws_for
 
 __all__ = ["PeerSampler"]

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from vade.checks import check_number
 from vade.sampling.observation import Observation, validate_observation
-from vade.sampling.checks import check_number
 from vade.sampling.peers.base import PeerSampler
 from vade.sampling.topk import top_k_random_ties
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from vade.checks import check_number
 from vade.sampling.observation import Observation, validate_observation
-from vade.sampling.checks import check_number
 from vade.sampling.peers.base import PeerSampler
 
 __all__ = ["SECSampler", "mean_abs_advantage"]

@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from vade.config_io import check_bool, reject_unknown
-from vade.sampling.checks import check_number
+from vade.checks import check_bool, check_number, reject_unknown
 
 __all__ = ["ENGINES", "VerlConfig"]
 

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from vade import methods
-from vade.config_io import reject_unknown
-from vade.sampling.checks import check_number
+from vade.checks import check_number, reject_unknown
 from vade.train.config import SamplerConfig
 
 __all__ = ["BLOCK", "PluginSettings"]

@@ -120,7 +120,7 @@ class VadeSampler:
     @classmethod
     def from_rollouts(
         cls, correct: np.ndarray, rollouts: np.ndarray | float, batch_size: int, **kwargs: Any
-    ) -> "VadeSampler":
+    ) -> VadeSampler:
         """Algorithm 1, lines 1-4: alpha = r, beta = G - r from G initial rollouts per sample."""
         r = np.asarray(correct, dtype=np.float64)
         _, r, g = validate_observation(np.arange(r.size), r, rollouts, r.size)

@@ -100,7 +100,6 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
     from vade.sampling import make_sampler
     from vade.store import RunStore
     from vade.tracking import open_tracker
-    from vade.train.recorder import RunRecorder
     from vade.train.checkpoint import (
         capture_rng,
         latest_checkpoint,
@@ -110,6 +109,7 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
     )
     from vade.train.local.inputs import check_train_rows, count_rows, load_initial_difficulty
     from vade.train.local.policy import LocalPolicy
+    from vade.train.recorder import RunRecorder
 
     # ---- inputs, checked before any model is loaded
     n_train = count_rows(paths.train)

@@ -21,8 +21,8 @@ accounting, so it is an option here rather than a second implementation there.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -53,7 +53,6 @@ class DapoResult(Generic[T]):
     group_size: int
     discarded_groups: int = 0  # r in {0, G}
     surplus_groups: int = 0    # informative but beyond batch_size (dropped, as verl-recipe does)
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def gen_batches(self) -> int:

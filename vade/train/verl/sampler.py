@@ -92,7 +92,7 @@ class VadeCurriculumSampler(AbstractCurriculumSampler):
         self._select_seconds = 0.0
         self.files = StateFiles(s.state_dir, keep_every=s.keep_every)
         self._recorder = None
-        self._open_store()
+        self._open_recorder()
 
     # -- verl's Sampler interface -------------------------------------------------------------
     def __len__(self) -> int:
@@ -185,7 +185,7 @@ class VadeCurriculumSampler(AbstractCurriculumSampler):
             self._recorder.store.truncate_after(self.updates)
 
     # -- logging ----------------------------------------------------------------------------------
-    def _open_store(self) -> None:
+    def _open_recorder(self) -> None:
         from vade.store import RunStore
         from vade.train.recorder import RunRecorder, reopen_by_name
 

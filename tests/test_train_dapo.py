@@ -94,3 +94,17 @@ def test_bad_arguments_fail_before_generating():
     with pytest.raises(ValueError, match="group_size"):
         dynamic_sample(_stream([0, 1, 2, 3]), gen, batch_size=B, group_size=1, max_rollouts=999)
     assert calls == []
+
+
+def test_whole_draws_generate_repeats_and_skip_a_draw_that_would_pass_the_cap():
+    # the simulator's accounting: draw 2 repeats id 1 (generated again, kept once, yet counted
+    # towards the batch); a third draw would pass the cap of 2.5 batches, so none is generated
+    r_of = {0: 0, 1: 3, 2: 8, 3: 8, 4: 8, 5: 8, 6: 2, 7: 8}
+    gen, calls = _fake(r_of)
+    res = dynamic_sample(_stream([0, 1, 2, 3, 1, 5, 6, 7, 4, 4, 4, 4]), gen, batch_size=B,
+                         group_size=G, max_rollouts=int(2.5 * B * G), whole_draws=True)
+    assert [c[0].tolist() for c in calls] == [[0, 1, 2, 3], [1, 5, 6, 7]]
+    assert res.reason == "rollout_cap"
+    assert res.rollouts_generated == 2 * B * G
+    assert res.kept_indices.tolist() == [1, 6]
+    assert res.kept_correct.tolist() == [3, 2]

@@ -16,7 +16,8 @@ i.e. l1 = 0, l2 = 1), ``none`` (stationary Bayesian accumulation, l1 = l2 = 1).
 The greedy ablation scores the paper's estimate alpha / (alpha + beta) (section 4.4;
 ``draws.greedy_estimate``), 0.5 where alpha + beta == 0 (before a first observation under a flat
 prior; with the paper's initialisation alpha + beta = G > 0). It is not the posterior mean
-(``posterior_mean``): that one ranks never-solved samples (r = 0 of G) above well-solved ones.
+(alpha + 1) / (alpha + beta + 2): that one ranks never-solved samples (r = 0 of G) above
+well-solved ones.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ class VadeSampler:
     @classmethod
     def from_rollouts(
         cls, correct: np.ndarray, rollouts: np.ndarray | float, batch_size: int, **kwargs: Any
-    ) -> "VadeSampler":
+    ) -> VadeSampler:
         """Algorithm 1, lines 1-4: alpha = r, beta = G - r from G initial rollouts per sample."""
         r = np.asarray(correct, dtype=np.float64)
         _, r, g = validate_observation(np.arange(r.size), r, rollouts, r.size)
@@ -139,10 +140,6 @@ class VadeSampler:
             "lambda2": self.lambda2,
             "seed": self.seed,
         }
-
-    def posterior_mean(self) -> np.ndarray:
-        """Mean of Beta(alpha + 1, beta + 1) (diagnostics; greedy uses ``greedy_estimate``)."""
-        return (self.alpha + 1.0) / (self.alpha + self.beta + 2.0)
 
     def select(self) -> np.ndarray:
         """Indices of the ``batch_size`` samples with the highest (drawn) gain, highest first."""

@@ -9,8 +9,9 @@ trained groups are, which is what the curves and the rollouts-to-target table co
 Methods:
 
 * ``vanilla``: uniform epoch shuffling (``UniformSampler``), B groups trained per step.
-* ``dapo``: DAPO dynamic sampling (generate-then-filter): draw B prompts from the uniform
-  dataloader, generate G rollouts each, drop groups with r in {0, G}, repeat until B
+* ``dapo``: DAPO dynamic sampling (``vade.train.dapo.dynamic_sample``, generate-then-filter):
+  draw B prompts from the uniform dataloader, generate G rollouts each, drop groups with r in
+  {0, G}, repeat until B
   informative groups are collected or the next round would exceed ``dapo_cap`` times the
   rollouts of a plain step (B * G); train on at most B informative groups. The effective ratio
   of a DAPO step is (informative groups trained) / B: short batches show up as a lower ratio.
@@ -35,6 +36,7 @@ from vade.sampling import UniformSampler, make_sampler
 from vade.sampling.methods import METHODS as SAMPLER_METHODS
 from vade.sampling.peers import PEERS
 from vade.simulate.dynamics import DynamicsParams, PassRateEnv
+from vade.train.dapo import dynamic_sample
 
 __all__ = ["CURVES", "METHODS", "RunSettings", "build_sampler", "method_options", "run_method"]
 
@@ -110,27 +112,18 @@ def build_sampler(method: str, env: PassRateEnv, batch_size: int, seed: int,
 
 def _dapo_step(env: PassRateEnv, drawer: UniformSampler, batch_size: int,
                cap: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Generate-then-filter until B informative groups or the cap; returns (idx, r, rollouts)."""
+    """One DAPO step (``vade.train.dapo.dynamic_sample``, whole draws); returns (idx, r,
+    rollouts) of the informative groups trained on."""
     g = env.params.group_size
-    per_round = batch_size * g
-    kept_idx: list[np.ndarray] = []
-    kept_r: list[np.ndarray] = []
-    n_kept = generated = 0
-    while n_kept < batch_size and generated + per_round <= cap:
-        idx = drawer.select()
+
+    def generate(idx: np.ndarray, attempt: int) -> tuple[np.ndarray, None]:
         r = env.rollout(idx)
         drawer.observe(idx, r, g)
-        generated += per_round
-        informative = (r > 0) & (r < g)
-        kept_idx.append(idx[informative])
-        kept_r.append(r[informative])
-        n_kept += int(informative.sum())
-    idx = np.concatenate(kept_idx)
-    r = np.concatenate(kept_r)
-    # A prompt drawn twice in one step (across an epoch boundary) is trained on once.
-    _, first = np.unique(idx, return_index=True)
-    first = np.sort(first)[:batch_size]
-    return idx[first], r[first], generated
+        return r, None
+
+    res = dynamic_sample(drawer.select, generate, batch_size=batch_size, group_size=g,
+                         max_rollouts=cap, whole_draws=True)
+    return res.kept_indices, res.kept_correct, res.rollouts_generated
 
 
 def run_method(method: str, dynamics: DynamicsParams, settings: RunSettings, seed: int,

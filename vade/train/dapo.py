@@ -11,13 +11,18 @@ Candidates come from ``draw()`` (the trainer passes its uniform sampler: shuffle
 replacement within an epoch, seeded and checkpointed), a prompt already generated in the same step
 is not generated twice (possible when an epoch ends mid-step), and every generated rollout counts,
 kept or not, because that is the cost the comparison at equal rollouts is about.
+
+The simulator (``vade.simulate.runner``) models verl-recipe's loop more literally
+(``whole_draws``): every draw is generated as the dataloader gave it, repeats included, and a
+draw that does not fit under the cap is not generated at all. Its published numbers rest on that
+accounting, so it is an option here rather than a second implementation there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -48,7 +53,6 @@ class DapoResult(Generic[T]):
     group_size: int
     discarded_groups: int = 0  # r in {0, G}
     surplus_groups: int = 0    # informative but beyond batch_size (dropped, as verl-recipe does)
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def gen_batches(self) -> int:
@@ -79,6 +83,7 @@ def dynamic_sample(
     group_size: int,
     max_rollouts: int,
     max_gen_batches: int = 0,
+    whole_draws: bool = False,
 ) -> DapoResult[T]:
     """Generate groups until ``batch_size`` informative ones, or a limit stops the step.
 
@@ -86,6 +91,11 @@ def dynamic_sample(
     prompt, payload) for G rollouts of each id (``attempt`` numbers the generation batches of the
     step, for seeding). At most ``max_rollouts`` rollouts are generated: a candidate batch that
     would pass the cap is cut to fit it. ``max_gen_batches`` = 0 means no limit on batches.
+
+    ``whole_draws`` (the simulator's accounting): a draw is generated whole, prompts already
+    generated in the step included, or not at all when ``batch_size`` more prompts would pass
+    the cap (so ``draw()`` must give ``batch_size`` ids); a repeat is kept at most once, but every
+    informative group generated, repeat or not, counts towards filling the batch.
     """
     if batch_size < 1 or group_size < 2:
         raise ValueError(f"need batch_size >= 1 and group_size >= 2, got {batch_size}, "
@@ -97,18 +107,21 @@ def dynamic_sample(
         raise ValueError(f"max_gen_batches must be >= 0 (0: no limit), got {max_gen_batches}")
     pieces: list[DapoPiece[T]] = []
     seen: set[int] = set()
-    generated = kept_total = discarded = surplus = 0
+    kept: set[int] = set()
+    generated = kept_total = informative_total = discarded = surplus = 0
     reason = "full"
-    while kept_total < batch_size:
+    # without whole_draws no prompt repeats, so informative_total < batch_size <=> not yet full
+    while informative_total < batch_size:
         if max_gen_batches and len(pieces) >= max_gen_batches:
             reason = "max_gen_batches"
             break
         room = (max_rollouts - generated) // group_size
-        if room < 1:
+        if room < (batch_size if whole_draws else 1):
             reason = "rollout_cap"
             break
         drawn = np.asarray(draw(), dtype=np.int64)
-        fresh = np.array([i for i in drawn.tolist() if i not in seen], dtype=np.int64)[:room]
+        fresh = drawn if whole_draws else np.array(
+            [i for i in drawn.tolist() if i not in seen], dtype=np.int64)[:room]
         if fresh.size == 0:
             reason = "pool_exhausted"
             break
@@ -119,10 +132,14 @@ def dynamic_sample(
             raise ValueError(f"generate returned {r.shape} rewards for {fresh.size} prompts")
         generated += fresh.size * group_size
         informative = np.flatnonzero((r > 0) & (r < group_size))
-        take = informative[: batch_size - kept_total]
+        new = np.array([k for k in informative.tolist() if int(fresh[k]) not in kept],
+                       dtype=np.int64)
+        take = new[: batch_size - kept_total]
+        kept.update(fresh[take].tolist())
         discarded += fresh.size - informative.size
         surplus += informative.size - take.size
         kept_total += take.size
+        informative_total += informative.size
         pieces.append(DapoPiece(indices=fresh, correct=r, payload=payload, kept=take))
     return DapoResult(pieces=pieces, rollouts_generated=generated, reason=reason,
                       group_size=group_size, discarded_groups=discarded, surplus_groups=surplus)

@@ -109,6 +109,7 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
     )
     from vade.train.local.inputs import check_train_rows, count_rows, load_initial_difficulty
     from vade.train.local.policy import LocalPolicy
+    from vade.train.recorder import RunRecorder
 
     # ---- inputs, checked before any model is loaded
     n_train = count_rows(paths.train)
@@ -153,8 +154,8 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
     run_id = paths.run_id
     store = RunStore(paths.history, run_id, snapshot_every=cfg.sampler.snapshot_every)
     # A restart from step 0 replaced the run's outputs: a new MLflow run, not the old one reopened.
-    tracker = open_tracker(cfg.tracking, cfg.name, run_id,
-                           mode="resume" if ckpt is not None else "new")
+    recorder = RunRecorder(store, open_tracker(cfg.tracking, cfg.name, run_id,
+                                               mode="resume" if ckpt is not None else "new"))
     status = "FAILED"
     try:
         store.start_run(method=cfg.method, sampler_config=sampler.config, config=cfg.to_dict())
@@ -164,17 +165,17 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
                                     beta if vade_prior else None, n_samples=n_train)
             if shaper is not None:
                 store.log_levels(0, np.arange(n_train), shaper.levels)
-        tracker.log_params({"train": cfg.to_dict(), "seed": cfg.seed, "method": cfg.method,
+        recorder.log_params({"train": cfg.to_dict(), "seed": cfg.seed, "method": cfg.method,
                             "algorithm": cfg.algorithm, "n_train": n_train,
                             "n_val": len(val_examples)})
-        tracker.set_tags({"code_version": code_version(), "backend": "local",
+        recorder.set_tags({"code_version": code_version(), "backend": "local",
                           "run_id": run_id, "model": str(paths.model), "seed": cfg.seed,
                           "method": cfg.method, "algorithm": cfg.algorithm})
         if state["step"] == 0 and cfg.val_before_train:
             state["val"][0] = _validate(policy.engine, val_examples, cfg, 0)
             baseline = {"val/acc": state["val"][0], "val/n": float(len(val_examples))}
             store.log_metrics(0, baseline)  # the curves' first point
-            tracker.log_metrics(baseline, step=0)
+            recorder.log_metrics(baseline, step=0)
             if progress:
                 tqdm.write(f"{run_id} step 0/{cfg.steps}: val/acc = {state['val'][0]:.3f}")
 
@@ -207,11 +208,10 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
                               f"{state['val'][step]:.3f}, reward = "
                               f"{metrics['critic/score/mean']:.3f}")
             with phases.time("log"):  # seen in done.json's timing_s (it follows the metrics)
-                store.log_step(obs, sampler_seconds=sampler_s, rollouts_generated=generated,
-                               metrics=metrics, state=sampler)
+                recorder.log_step(obs, metrics, sampler_seconds=sampler_s,
+                                  rollouts_generated=generated, state=sampler)
                 if shaper is not None:
                     store.log_levels(step, *shaper.last_update)
-                tracker.log_metrics(metrics, step=step)
             state["step"] = step
             if cfg.checkpoint_every and (step % cfg.checkpoint_every == 0 or last):
                 with phases.time("checkpoint"):
@@ -246,13 +246,12 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
             "val_acc_final": state["val"].get(state["step"]),
             "seconds_per_step_this_process": wall / max(state["step"] - start, 1),
             "timing_s": timing,
-            "mlflow_run_id": tracker.run_id, "code_version": code_version(),
+            "mlflow_run_id": recorder.run_id, "code_version": code_version(),
             "history": str(paths.history), "final_model": str(paths.out / "final"),
         }
         status = "FINISHED"
     finally:
-        tracker.close(status)
-        store.close()
+        recorder.close(status)
     _write_json(paths.out / "done.json", done)
     return done
 
@@ -272,6 +271,7 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
     from vade.train.dapo import dynamic_sample
     from vade.train.local.batch import StepBatch, derive_seed, generate_groups
     from vade.train.local.update import actor_update
+    from vade.train.recorder import step_metrics
 
     g = cfg.rollouts_per_prompt
     sampler_s = 0.0
@@ -354,12 +354,8 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
     with phases.time("sampler"):
         obs = sampler.observe(obs_ids, obs_r, g)
     sampler_s += time.perf_counter() - t2
+    metrics.update(step_metrics(obs, rollouts=generated, sampler_seconds=sampler_s))
     metrics.update({
-        "vade/effective_ratio": obs.effective_ratio,
-        "vade/mean_accuracy": obs.mean_accuracy,
-        "vade/rollouts": float(generated),
-        "vade/n_selected": float(obs.indices.size),
-        "vade/sampler_seconds": sampler_s,
         "timing_s/gen": t_gen, "timing_s/update": t_update,
         "timing_s/step": time.perf_counter() - t0, **phases.metrics(),
     })

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from vade.sampling.observation import Observation
+from vade.train.recorder import RunRecorder, reopen_by_name
 from vade.train.verl.batch import group_by_sample
 from vade.train.verl.dapo_cap import BudgetedLoader, generation_budget
 from vade.train.verl.rollouts import GEN_BATCHES, append_metric_record, rollouts_for
@@ -62,8 +63,9 @@ STOP_REASONS = ("completed", "rollout_cap", "max_gen_batches")
 UNFINISHED = "train/num_gen_batches_unfinished"
 
 
-class DapoRecorder:
-    """Per-step DuckDB (and MLflow) records of a DAPO run, and its stop reason.
+class DapoRecorder(RunRecorder):
+    """Per-step DuckDB (and MLflow, verl's run reopened) records of a DAPO run, and its stop
+    reason.
 
     ``counted`` is the run's generation-batch counter (``BudgetedLoader.used``) as of the last
     recorded step: a step's own count is the difference.
@@ -78,12 +80,13 @@ class DapoRecorder:
         self.n = int(n)
         self.counted = 0
         self.last_step = 0
-        self.store = RunStore(settings["store"], settings["run_id"])
+        store = RunStore(settings["store"], settings["run_id"])
+        super().__init__(store, reopen_by_name(settings.get("tracking_uri"),
+                                               settings.get("experiment"), settings["run_id"]))
         size = int(sample_ids.max()) + 1
-        self.store.start_run(method="dapo", config={"vade_dapo": settings}, sampler_config={
+        store.start_run(method="dapo", config={"vade_dapo": settings}, sampler_config={
             "kind": "dapo", "n_samples": size, "batch_size": int(batch_size), "seed": 0})
-        self.store.log_initial_state(None, None, n_samples=size)
-        self.tracker = None
+        store.log_initial_state(None, None, n_samples=size)
 
     def resume(self, step: int, gen_batches_used: int) -> None:
         """Continue after the checkpoint of ``step`` (0: a fresh start): forget later steps."""
@@ -113,28 +116,12 @@ class DapoRecorder:
         obs = Observation(step=int(step), indices=ev.ids, correct=ev.correct,
                           rollouts=ev.rollouts, p_drawn=nan, gain=nan.copy())
         generated = rollouts_for(gen_batches, self.gen_batch_size, self.n)
-        self.store.log_step(obs, rollouts_generated=generated,
-                            metrics={GEN_BATCHES: float(gen_batches)})
+        self.log_step(obs, {"vade/effective_ratio": obs.effective_ratio,
+                            "vade/rollouts_generated": float(generated)},
+                      rollouts_generated=generated,
+                      store_metrics={GEN_BATCHES: float(gen_batches)})
         self.last_step = int(step)
-        self.track({"vade/effective_ratio": obs.effective_ratio,
-                    "vade/rollouts_generated": float(generated)}, int(step))
         return obs
-
-    def track(self, metrics: dict[str, float], step: int) -> None:
-        """MLflow (verl's run, reopened by name); a failure is logged, never fatal."""
-        uri = self.settings.get("tracking_uri")
-        if not uri:
-            return
-        try:
-            if self.tracker is None:
-                from vade.tracking import Tracker
-
-                self.tracker = Tracker(uri, self.settings.get("experiment") or "vade",
-                                       self.settings["run_id"])
-            self.tracker.log_metrics(metrics, step)
-        except Exception as exc:  # noqa: BLE001 - tracking must not stop training
-            log.warning("MLflow logging disabled after error: %s", exc)
-            self.settings = dict(self.settings, tracking_uri=None)
 
     def finish(self, reason: str, total_training_steps: int, *, gen_batches_used: int,
                gen_batch_limit: int) -> dict[str, Any]:
@@ -160,13 +147,9 @@ class DapoRecorder:
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(info, indent=2))
         os.replace(tmp, path)
-        if self.tracker is not None:
-            try:
-                self.tracker.set_tags({"vade.stop_reason": reason})
-            except Exception as exc:  # noqa: BLE001 - a missing tag must not fail the run
-                log.warning("could not tag the MLflow run: %s", exc)
+        self.set_tags({"vade.stop_reason": reason})
         log.warning("DAPO run stopped: %s", info)
-        self.store.close()
+        self.close()
         return info
 
 
@@ -226,7 +209,7 @@ def capped_trainer_class(base: type) -> type:
             path = os.environ.get("VERL_FILE_LOGGER_PATH")
             if path and "file" in list(self.config.trainer.logger):
                 append_metric_record(path, step, metrics)
-            self._vade.track({k: float(v) for k, v in metrics.items()
+            self._vade.log_metrics({k: float(v) for k, v in metrics.items()
                               if isinstance(v, (int, float, np.floating))}, step)
 
         def fit(self) -> None:

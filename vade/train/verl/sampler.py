@@ -91,9 +91,8 @@ class VadeCurriculumSampler(AbstractCurriculumSampler):
         self._observed_batch: int | None = None  # id() of the batch of the last update
         self._select_seconds = 0.0
         self.files = StateFiles(s.state_dir, keep_every=s.keep_every)
-        self._store = None
-        self._tracker = None
-        self._open_store()
+        self._recorder = None
+        self._open_recorder()
 
     # -- verl's Sampler interface -------------------------------------------------------------
     def __len__(self) -> int:
@@ -182,49 +181,31 @@ class VadeCurriculumSampler(AbstractCurriculumSampler):
         self.pending = False
         self.updates = int(chosen["updates"])
         discard_after(self.files, self.updates)
-        if self._store is not None:
-            self._store.truncate_after(self.updates)
+        if self._recorder is not None:
+            self._recorder.store.truncate_after(self.updates)
 
     # -- logging ----------------------------------------------------------------------------------
-    def _open_store(self) -> None:
+    def _open_recorder(self) -> None:
         from vade.store import RunStore
+        from vade.train.recorder import RunRecorder, reopen_by_name
 
         s = self.settings
-        self._store = RunStore(s.store, s.run_id, snapshot_every=s.snapshot_every)
-        self._store.start_run(method=s.method, sampler_config=self.inner.config,
-                              config={"verl_sampler": asdict(s)})
+        store = RunStore(s.store, s.run_id, snapshot_every=s.snapshot_every)
+        self._recorder = RunRecorder(store, reopen_by_name(s.tracking_uri, s.experiment, s.run_id))
+        store.start_run(method=s.method, sampler_config=self.inner.config,
+                        config={"verl_sampler": asdict(s)})
         view = _SnapshotView(self.inner.alpha, self.inner.beta, self.sample_ids)
-        self._store.log_initial_state(view.alpha, view.beta, n_samples=view.n_samples)
+        store.log_initial_state(view.alpha, view.beta, n_samples=view.n_samples)
 
     def _log(self, obs: Any, seconds: float) -> None:
+        from vade.train.recorder import step_metrics
+
         view = _SnapshotView(self.inner.alpha, self.inner.beta, self.sample_ids)
-        self._store.log_step(obs, sampler_seconds=seconds, metrics={"epoch": self.epoch},
-                             state=view)
-        metrics = {"vade/effective_ratio": obs.effective_ratio,
-                   "vade/mean_accuracy": obs.mean_accuracy,
-                   "vade/rollouts": float(obs.n_rollouts),
-                   "vade/n_selected": float(obs.indices.size),
-                   "vade/sampler_seconds": seconds}
-        self._track(metrics, obs.step)
-
-    def _track(self, metrics: dict[str, float], step: int) -> None:
-        """MLflow, opened at the first update: by then verl's own MLflow run (same experiment and
-        run name) exists and ``vade.tracking`` reopens it instead of creating a twin. A tracking
-        failure is logged, never allowed to stop a training run."""
-        s = self.settings
-        if not s.tracking_uri:
-            return
-        try:
-            if self._tracker is None:
-                from vade.tracking import Tracker
-
-                self._tracker = Tracker(s.tracking_uri, s.experiment or "vade", s.run_id)
-            self._tracker.log_metrics(metrics, step)
-        except Exception as exc:  # noqa: BLE001 - tracking must not kill training
-            log.warning("MLflow logging disabled after error: %s", exc)
-            self.settings = replace(s, tracking_uri=None)
+        self._recorder.log_step(
+            obs, step_metrics(obs, rollouts=obs.n_rollouts, sampler_seconds=seconds),
+            sampler_seconds=seconds, state=view, store_metrics={"epoch": self.epoch})
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        if self._recorder is not None:
+            self._recorder.close()
+            self._recorder = None

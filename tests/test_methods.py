@@ -73,3 +73,10 @@ def test_readers_follow_the_table():
     assert ABLATIONS == methods.names_where(table="ablation")
     assert all(METHOD_LABELS[n] == methods.get(n).label for n in methods.NAMES)
     assert all(COLORS[n] == methods.get(n).colour for n in methods.NAMES)
+
+
+def test_schema_backends_are_the_backend_table():
+    from vade.train.config import BACKENDS
+
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    assert schema["properties"]["train"]["properties"]["backend"]["enum"] == list(BACKENDS)

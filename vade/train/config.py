@@ -53,7 +53,8 @@ ALGORITHMS = ("grpo", "gspo")
 AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
 LOSS_MODES = ("vanilla", "gspo")  # verl's actor.policy_loss.loss_mode: grpo uses vanilla
 KL_TYPES = ("low_var_kl", "k3", "kl", "k1", "mse", "k2", "abs")
-BACKENDS = ("local", "verl")
+# backend -> the module whose run(args, cfg, config) trains one run (imported only when chosen)
+BACKENDS = {"local": "vade.train.local.command", "verl": "vade.train.verl.launch"}
 TRAIN_METHODS = methods.NAMES
 # need initial difficulty: VADE's prior, DIVA's initial levels
 NEEDS_DIFFICULTY = methods.names_where(needs_difficulty=True)

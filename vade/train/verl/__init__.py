@@ -21,7 +21,8 @@ override tests in ``tests/test_verl_overrides.py`` against the new config tree.
 
 Modules: ``sampler`` (the plugin), ``batch`` (verl batch -> per-sample r, G), ``difficulty``
 (sample ids, initial posterior), ``persist`` (per-step sampler state files), ``settings`` (the
-``data.sampler.vade`` block), ``config`` (``train.verl``, ``dapo``), ``overrides`` (Hydra
+``data.sampler.vade`` block, read back into ``SamplerConfig``), ``config`` (``train.verl``:
+verl's hardware knobs), ``overrides`` (the one mapping from ``TrainConfig`` to Hydra
 overrides), ``launch`` (run one cell), ``ppo_entry`` (verl's entry, the sampler observing each
 batch before the checkpoint), ``dapo_entry`` (capped DAPO), ``dapo_cap`` (the global generation
 budget, counted across resumes), ``rollouts`` (rollouts per step from recorded metrics),

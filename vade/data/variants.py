@@ -5,8 +5,8 @@ the answer space for exact hints); this module turns a decoded row back into its
 variant into a row with the same template, index and answer, so a trainer can generate for
 originals and variants alike. Only the synthetic tasks have variant rows today. For the paper's
 data, ``vade build-variants`` writes the hint steps and rephrasings offline
-(``data/<name>/variants.parquet``); turning them into rows belongs to the verl DIVA path, which
-is not built yet.
+(``data/<name>/variants.parquet``); turning them into rows is not built yet (the verl DIVA
+dataset, ``vade.train.verl.diva_dataset``, builds variant rows of the synthetic tasks).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from vade.data.items import Item
 from vade.data.records import IMAGE_TOKEN, Example, example_from_row
 
-__all__ = ["SUPPORTED_TASKS", "item_from_example", "variant_example"]
+__all__ = ["SUPPORTED_TASKS", "item_from_example", "variant_example", "variant_row"]
 
 SUPPORTED_TASKS = ("synthetic/count", "synthetic/chart", "synthetic/balance")
 
@@ -40,6 +40,12 @@ def _template(ex: Example) -> str:
 
 def variant_example(ex: Example, offset: int, level: int, rng: np.random.Generator) -> Example:
     """A verl row for one variant of ``ex`` (same template, index and answer)."""
+    return example_from_row(variant_row(ex, offset, level, rng))
+
+
+def variant_row(ex: Example, offset: int, level: int, rng: np.random.Generator) -> dict:
+    """The verl parquet row (``vade.data.writer.verl_row``) of one variant of ``ex``: what the
+    verl DIVA dataset (``vade.train.verl.diva_dataset``) hands verl's ``RLHFDataset`` path."""
     if ex.task not in SUPPORTED_TASKS:
         raise ValueError(f"row index={ex.index}: task {ex.task!r} has no variant builder (DIVA "
                          f"variants exist for {', '.join(SUPPORTED_TASKS)})")
@@ -48,5 +54,4 @@ def variant_example(ex: Example, offset: int, level: int, rng: np.random.Generat
     from vade.diva import plan_variant
 
     variant = make_variant(item_from_example(ex), plan_variant(level, offset), rng)
-    return example_from_row(verl_row(variant, ex.index, ex.split, _template(ex),
-                                     with_difficulty=False))
+    return verl_row(variant, ex.index, ex.split, _template(ex), with_difficulty=False)

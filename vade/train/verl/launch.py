@@ -32,6 +32,7 @@ from typing import Any
 from vade.config_io import section
 from vade.train.config import algo_config
 from vade.train.verl.config import DapoSettings, VerlConfig
+from vade.train.verl.diva_overrides import diva_config
 from vade.train.verl.overrides import RunSpec, build_overrides
 
 __all__ = ["launch", "plan", "run"]
@@ -92,7 +93,8 @@ def plan(config: Mapping[str, Any], *, algorithm: str, method: str, seed: int, m
                    difficulty=Path(difficulty) if difficulty else None)
     overrides = build_overrides(spec, verl_cfg, algo_config(train, algorithm),
                                 sampler=_sampler_settings(config), dapo=dapo,
-                                tracking_uri=uri, experiment=experiment)
+                                tracking_uri=uri, experiment=experiment,
+                                diva=diva_config(config))
     env = {}
     if uri:
         env["MLFLOW_TRACKING_URI"] = uri

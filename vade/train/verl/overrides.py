@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from vade.sampling import METHODS
-from vade.train.config import AlgoConfig
+from vade.train.config import DIVA_METHODS, AlgoConfig, DivaConfig
 from vade.train.verl.config import ALGORITHMS, DapoSettings, VerlConfig
 
 __all__ = ["ENTRY_DAPO", "ENTRY_PPO", "METHODS_VERL", "RunSpec", "build_overrides",
@@ -35,7 +35,7 @@ __all__ = ["ENTRY_DAPO", "ENTRY_PPO", "METHODS_VERL", "RunSpec", "build_override
 
 ENTRY_PPO = "vade.train.verl.ppo_entry"
 ENTRY_DAPO = "vade.train.verl.dapo_entry"
-METHODS_VERL = tuple(METHODS) + ("dapo",)
+METHODS_VERL = tuple(METHODS) + ("dapo", *DIVA_METHODS)
 SAMPLER_CLASS_PATH = "pkg://vade.train.verl.sampler"
 SAMPLER_CLASS_NAME = "VadeCurriculumSampler"
 _PLAIN = re.compile(r"^[A-Za-z0-9_./:\-+@~]*$")
@@ -97,7 +97,8 @@ class RunSpec:
 
 def build_overrides(spec: RunSpec, verl: VerlConfig, algo: AlgoConfig, *,
                     sampler: dict[str, Any] | None = None, dapo: DapoSettings | None = None,
-                    tracking_uri: str | None = None, experiment: str | None = None) -> list[str]:
+                    tracking_uri: str | None = None, experiment: str | None = None,
+                    diva: DivaConfig | None = None) -> list[str]:
     """The ``key=value`` list for ``python -m <spec.entry>``; paths absolute. ``algo`` is the
     run's algorithm block (``vade.train.config.algo_config(train, spec.algorithm)``)."""
     sampler = dict(sampler or {})
@@ -213,5 +214,9 @@ def build_overrides(spec: RunSpec, verl: VerlConfig, algo: AlgoConfig, *,
             "experiment": experiment,
         }
         appended = {f"data.sampler.vade.{k}": v for k, v in vade_block.items()}
+        if spec.method in DIVA_METHODS:  # variant rows, 2B rows a step, DIVA's advantage
+            from vade.train.verl.diva_overrides import apply_diva
+
+            apply_diva(spec.method, o, appended, diva)
     return ([f"{k}={_value(v)}" for k, v in o.items()]
             + [f"+{k}={_value(v)}" for k, v in appended.items()])

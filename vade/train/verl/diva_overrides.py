@@ -1,0 +1,64 @@
+"""The Hydra overrides that turn a VADE/vanilla cell into a DIVA-GRPO cell (``diva``, ``vade-diva``).
+
+``vade.train.verl.overrides.build_overrides`` writes a cell's overrides as for any sampler method;
+for a DIVA method it then calls ``apply_diva`` on them, which changes only what DIVA changes:
+
+* ``data.custom_cls`` -> ``vade.train.verl.diva_dataset.DivaDataset`` (variant rows from encoded
+  indices) and ``data.sampler.class_*`` -> ``DivaCurriculumSampler``;
+* ``data.train_batch_size`` = 2 x B rows (B = ``train.verl.train_batch_size`` originals, each
+  beside one variant) and ``ppo_mini_batch_size`` doubled with it, so a step takes as many
+  optimizer steps as a non-DIVA step of the same B (each mini-batch holds originals and
+  variants, as the reference run's did);
+* ``data.sampler.vade.method`` = the sampler that chooses the originals (``vanilla`` for
+  ``diva``, ``vade`` for ``vade-diva``), ``+data.sampler.diva.method`` = the DIVA method (what the
+  run's history calls it);
+* ``algorithm.adv_estimator=diva`` and ``+algorithm.diva.{k, low_reward, low_reward_scale}``
+  from the project's ``diva`` section (``vade.train.config.DivaConfig``), read by
+  ``vade.train.verl.diva_advantage``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vade.train.config import DIVA_METHODS, DivaConfig
+
+__all__ = ["DATASET_CLASS_NAME", "DATASET_CLASS_PATH", "SAMPLER_CLASS_NAME",
+           "SAMPLER_CLASS_PATH", "apply_diva", "diva_config"]
+
+DATASET_CLASS_PATH = "pkg://vade.train.verl.diva_dataset"
+DATASET_CLASS_NAME = "DivaDataset"
+SAMPLER_CLASS_PATH = "pkg://vade.train.verl.diva_sampler"
+SAMPLER_CLASS_NAME = "DivaCurriculumSampler"
+
+
+def diva_config(config: Mapping[str, Any]) -> DivaConfig:
+    """The project config's ``diva`` section (defaults where absent), checked."""
+    from vade.config_io import reject_unknown, section
+
+    values = section(config, "diva", required=False)
+    reject_unknown(values, {"k", "low_reward", "low_reward_scale"}, "diva")
+    return DivaConfig(**values)
+
+
+def apply_diva(method: str, overrides: dict[str, Any], appended: dict[str, Any],
+               diva: DivaConfig | None = None) -> None:
+    """Turn one cell's ``overrides`` / ``appended`` (``key -> value``; ``appended`` keys are
+    written with a leading ``+``) into the DIVA cell of ``method``, in place."""
+    if method not in DIVA_METHODS:
+        raise ValueError(f"{method!r} is not a DIVA method ({tuple(DIVA_METHODS)})")
+    diva = diva or DivaConfig()
+    overrides["data.custom_cls.path"] = DATASET_CLASS_PATH
+    overrides["data.custom_cls.name"] = DATASET_CLASS_NAME
+    overrides["data.sampler.class_path"] = SAMPLER_CLASS_PATH
+    overrides["data.sampler.class_name"] = SAMPLER_CLASS_NAME
+    overrides["data.train_batch_size"] = 2 * int(overrides["data.train_batch_size"])
+    key = "actor_rollout_ref.actor.ppo_mini_batch_size"
+    overrides[key] = 2 * int(overrides[key])
+    overrides["algorithm.adv_estimator"] = "diva"
+    appended["data.sampler.vade.method"] = DIVA_METHODS[method]
+    appended["data.sampler.diva.method"] = method
+    appended["algorithm.diva.k"] = float(diva.k)
+    appended["algorithm.diva.low_reward"] = float(diva.low_reward)
+    appended["algorithm.diva.low_reward_scale"] = float(diva.low_reward_scale)

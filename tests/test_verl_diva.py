@@ -344,3 +344,66 @@ def test_sampler_yields_pairs_and_updates_levels_from_both(synthetic, tmp_path):
     assert [(s, lvl, off) for s, lvl, off, _ in lv] == sorted(
         (int(ids[p]), int(sampler.levels[p]), int(keys[j].offset)) for j, p in enumerate(pos))
     assert all(m == pytest.approx(mean[by_pos[s]]) for s, _, _, m in lv)
+
+
+# --------------------------------------------------------------------------- overrides
+@pytest.mark.parametrize("method", ["diva", "vade-diva"])
+@pytest.mark.parametrize("algorithm", ["grpo", "gspo"])
+def test_diva_overrides_compose_against_verls_ppo_trainer(method, algorithm, tmp_path):
+    """The set ``vade.train.verl.launch.plan`` emits for a DIVA cell composes with verl's real
+    ``ppo_trainer``; the dataset and sampler classes load through verl's own loaders."""
+    import verl
+    from hydra import compose, initialize_config_dir
+    from verl.utils.dataset.rl_dataset import get_dataset_class
+    from verl.utils.import_utils import load_extern_object
+
+    from vade.train.verl.diva_sampler import DivaCurriculumSampler
+    from vade.train.verl.launch import plan
+    from vade.train.verl.settings import PluginSettings
+
+    config = {"name": "paper",
+              "models": {"m": {"name_or_path": "Qwen/Qwen2.5-VL-3B-Instruct"}},
+              "train": {"backend": "verl", "verl": {"train_batch_size": 64,
+                                                    "ppo_mini_batch_size": 16}},
+              "diva": {"k": 0.2, "low_reward": 0.1}, "tracking": {"mlflow_uri": None}}
+    spec, cmd, _ = plan(config, algorithm=algorithm, method=method, seed=2, model="m",
+                        data_dir=tmp_path / "data", difficulty=tmp_path / "initial.parquet",
+                        out_dir=tmp_path / "run")
+    assert cmd[1:3] == ["-m", "vade.train.verl.ppo_entry"]
+    assert spec.run_id == f"m-{algorithm}-{method}-s2"
+    config_dir = str(Path(verl.__file__).parent / "trainer" / "config")
+    with initialize_config_dir(config_dir=config_dir, version_base=None):
+        cfg = compose("ppo_trainer", overrides=cmd[3:])
+    c = OmegaConf.to_container(cfg, resolve=True)
+    assert c["data"]["train_batch_size"] == 128                       # B = 64 originals, 2B rows
+    assert c["actor_rollout_ref"]["actor"]["ppo_mini_batch_size"] == 32
+    assert c["algorithm"]["adv_estimator"] == "diva"
+    assert c["algorithm"]["diva"] == {"k": 0.2, "low_reward": 0.1, "low_reward_scale": 0.1}
+    assert c["data"]["sampler"]["diva"] == {"method": method}
+    vade = PluginSettings.from_dict(c["data"]["sampler"]["vade"])
+    assert vade.method == {"diva": "vanilla", "vade-diva": "vade"}[method]
+    assert vade.initial_difficulty == str((tmp_path / "initial.parquet").resolve())
+    assert vade.run_id == spec.run_id and vade.seed == 2
+    assert get_dataset_class(cfg.data) is DivaDataset
+    assert load_extern_object(cfg.data.sampler.class_path,
+                              cfg.data.sampler.class_name) is DivaCurriculumSampler
+    loss = c["actor_rollout_ref"]["actor"]["policy_loss"]["loss_mode"]
+    assert loss == ("gspo" if algorithm == "gspo" else "vanilla")
+
+
+def test_non_diva_cells_are_unchanged_and_bad_diva_settings_fail():
+    from vade.train.config import algo_config
+    from vade.train.verl.config import VerlConfig
+    from vade.train.verl.diva_overrides import diva_config
+    from vade.train.verl.overrides import RunSpec, build_overrides
+
+    s = RunSpec(name="p", model="m", model_path="x", algorithm="grpo", method="vade", seed=0,
+                data_dir=Path("d"), out_dir=Path("o"), difficulty=Path("i.parquet"))
+    ov = build_overrides(s, VerlConfig(), algo_config({}, "grpo"))
+    keys = [o.split("=", 1)[0] for o in ov]
+    assert not [k for k in keys if "diva" in k or "custom_cls" in k]
+    assert "algorithm.adv_estimator=grpo" in ov and "data.train_batch_size=512" in ov
+    with pytest.raises(ValueError, match="unknown key"):
+        diva_config({"diva": {"kk": 1}})
+    with pytest.raises(ValueError):
+        diva_config({"diva": {"low_reward_scale": 2.0}})

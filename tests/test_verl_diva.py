@@ -407,3 +407,67 @@ def test_non_diva_cells_are_unchanged_and_bad_diva_settings_fail():
         diva_config({"diva": {"kk": 1}})
     with pytest.raises(ValueError):
         diva_config({"diva": {"low_reward_scale": 2.0}})
+
+
+def test_paper_rows_take_their_texts_from_build_variants(tmp_path):
+    """A non-synthetic row (geo3k-like, one image): hints and the rephrasing come from the
+    ``variants.parquet`` ``vade build-variants`` writes (here hand-written), perturbations and
+    the question-in-image from the row's own image; a row without texts is a clear error."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from tiny_vlm import _png, tiny_processor
+
+    from vade.diva import plan_variant
+
+    q = "Find x in the triangle.\nA. 3\nB. 4\nC. 5\nD. 6"
+    rows = [{"data_source": "geo3k", "prompt": [{"role": "user", "content": "<image>" + q}],
+             "images": [{"bytes": _png(i), "path": None}], "ability": "math",
+             "reward_model": {"style": "rule", "ground_truth": "B"},
+             "extra_info": {"split": "train", "index": 40 + i, "uid": f"geo3k:{i}",
+                            "task": "geo3k", "domain": "math", "answer_type": "choice",
+                            "question": q, "answer": "B"}} for i in range(2)]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "train.parquet")
+    steps = ["The angles sum to 180.", "So x + 2x = 12.", "So x = 4, option B."]
+    pq.write_table(pa.Table.from_pylist([{"index": 40, "uid": "geo3k:0", "steps": steps,
+                                          "rephrasing": "What is x?\nA. 3\nB. 4\nC. 5\nD. 6",
+                                          "model": "m", "prompt_version": "v1"}]),
+                   tmp_path / "variants.parquet")
+    proc = tiny_processor()
+    cfg = OmegaConf.create({"prompt_key": "prompt", "image_key": "images",
+                            "max_prompt_length": 4096, "filter_overlong_prompts": False,
+                            "cache_dir": str(tmp_path / "cache"), "sampler": {"vade": {"seed": 5}}})
+    ds = DivaDataset(str(tmp_path / "train.parquet"), proc.tokenizer, cfg, proc)
+    assert ds.variant_texts_path() == tmp_path / "variants.parquet"
+
+    def text(row):
+        return "".join(p.get("text", "") for p in row["raw_prompt"][0]["content"]
+                       if p["type"] == "text")
+
+    def image(row):
+        return [p for p in row["raw_prompt"][0]["content"] if p["type"] == "image"][0]["bytes"]
+
+    found = {}
+    for step in range(1, 200):
+        for level in (1, 5, 9):
+            d, _ = _draw(5, step, 40, level)
+            kind = plan_variant(level, d).kind
+            if kind in found:
+                continue
+            found[kind] = ds[encode_index(2, DivaKey(0, True, d, level, step))], level, d
+        if len(found) == 4:
+            break
+    assert set(found) == {"hint", "rephrase", "perturb", "text_in_image"}
+    row, level, d = found["hint"]
+    shown = steps if d <= -7 else steps[:(-d + 1) // 2]
+    assert text(row) == q + "\nHint: " + " ".join(shown) and image(row) == _png(0)
+    row, _, _ = found["rephrase"]
+    assert text(row) == "What is x?\nA. 3\nB. 4\nC. 5\nD. 6" and image(row) == _png(0)
+    row, _, _ = found["perturb"]
+    assert text(row) == q and image(row) != _png(0)
+    row, _, _ = found["text_in_image"]
+    assert text(row) == "Answer the question written in the image." and image(row) != _png(0)
+    for row, *_ in found.values():
+        assert row["reward_model"]["ground_truth"] == "B" and row["extra_info"]["index"] == 40
+    d, _ = _draw(5, 1, 41, 5)
+    with pytest.raises(ValueError, match="no variant texts"):
+        ds[encode_index(2, DivaKey(1, True, d, 5, 1))]

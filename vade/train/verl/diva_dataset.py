@@ -24,13 +24,16 @@ A variant is built like the local trainer builds it (``vade.train.local.diva``):
 D: a check that sampler and dataset agree) and then builds the variant
 (``vade.data.variants.variant_row``: exact hints, rephrasings, image perturbations, the question
 in the image), so the verl and local paths train on the same variants for the same seed.
-Only the synthetic tasks have a variant builder; paper rows raise a clear error (the cached
-``vade build-variants`` texts are not wired in yet).
+Synthetic rows get the renderer's exact hints and template rephrasings; any other row (the
+paper's data) takes its solution steps and rephrasing from ``variants.parquet`` (``vade
+build-variants``, offline; beside the training file, or ``data.sampler.diva.variant_texts``) and
+its perturbations and question-in-image from its own image.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -106,6 +109,7 @@ class DivaDataset(RLHFDataset):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.diva_seed = diva_seed(self.config)
+        self._variant_texts: dict[int, dict[str, Any]] | None = None
 
     def __getitem__(self, item: Any) -> dict[str, Any]:
         key = decode_index(len(self.dataframe), int(item))
@@ -144,7 +148,7 @@ class DivaDataset(RLHFDataset):
             raise ValueError(f"sample {ex.index}, step {key.step}: the index encodes offset "
                              f"{key.offset} but the seed-{self.diva_seed} stream draws {drawn} "
                              "(sampler and dataset disagree on the seed)")
-        new = variant_row(ex, key.offset, key.level, rng)
+        new = variant_row(ex, key.offset, key.level, rng, texts=self._texts(ex))
         if str(new["reward_model"]["ground_truth"]) != ex.ground_truth:
             raise AssertionError(f"sample {ex.index}: a variant changed the answer")
         out = dict(row)
@@ -152,6 +156,31 @@ class DivaDataset(RLHFDataset):
         out[self.image_key] = new["images"]
         extra = {**extra, **{k: new["extra_info"][k] for k in ("uid", "question")}}
         return out, extra
+
+    def _texts(self, ex: Any) -> dict[str, Any] | None:
+        """Offline steps and rephrasing of a row the synthetic renderer did not make (read once
+        from ``variants.parquet`` beside the first data file, or ``data.sampler.diva.
+        variant_texts``); None for synthetic rows."""
+        from vade.data.variants import SUPPORTED_TASKS, read_variant_texts
+
+        if ex.task in SUPPORTED_TASKS:
+            return None
+        if self._variant_texts is None:
+            self._variant_texts = read_variant_texts(self.variant_texts_path())
+        texts = self._variant_texts.get(ex.index)
+        if texts is None:
+            raise ValueError(f"sample {ex.index}: no variant texts in "
+                             f"{self.variant_texts_path()} (rebuild with `vade build-variants`)")
+        return texts
+
+    def variant_texts_path(self) -> Path:
+        sampler = self.config.get("sampler") or {}
+        block = sampler.get("diva") if hasattr(sampler, "get") else None
+        given = block.get("variant_texts") if block is not None else None
+        if given:
+            return Path(given)
+        first = self.original_data_files[0]
+        return Path(str(first)).parent / "variants.parquet"
 
     def finish_row(self, row_dict: dict[str, Any]) -> dict[str, Any]:
         """What ``RLHFDataset.__getitem__`` does to a row after reading it (verl 0.7.1's body,

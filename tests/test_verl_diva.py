@@ -471,3 +471,33 @@ def test_paper_rows_take_their_texts_from_build_variants(tmp_path):
     d, _ = _draw(5, 1, 41, 5)
     with pytest.raises(ValueError, match="no variant texts"):
         ds[encode_index(2, DivaKey(1, True, d, 5, 1))]
+
+
+def test_a_variant_longer_than_max_prompt_length_fails_by_name(synthetic):
+    """verl's overlong filter saw only the originals; a longer variant is refused with its
+    sample and offset named (a hint of all steps needs more room than its original)."""
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    path, proc, cfg = synthetic
+    plain = RLHFDataset(str(path), proc.tokenizer, cfg, proc)
+    ds = DivaDataset(str(path), proc.tokenizer, cfg, proc)
+    sid = int(plain.dataframe[0]["extra_info"]["index"])
+    step = next(s for s in range(1, 500) if _draw(3, s, sid, 9)[0] <= -7)   # all hint steps
+    d, _ = _draw(3, step, sid, 9)
+    key = DivaKey(0, True, d, 9, step)
+    original = ds.prompt_length(dict(plain.dataframe[0]))
+    # the count is verl's: its filter at max - 1 drops exactly the rows of the longest length
+    lengths = [ds.prompt_length(dict(plain.dataframe[i])) for i in range(len(plain))]
+    filtered = RLHFDataset(str(path), proc.tokenizer, OmegaConf.merge(cfg, {
+        "filter_overlong_prompts": True, "filter_overlong_prompts_workers": 1,
+        "max_prompt_length": max(lengths) - 1}), proc)
+    assert len(filtered) == sum(n < max(lengths) for n in lengths) < len(plain)
+    long = ds.prompt_length(ds.diva_row(key))
+    assert long > original
+    tight = DivaDataset(str(path), proc.tokenizer, OmegaConf.merge(
+        cfg, {"max_prompt_length": long - 1}), proc)
+    with pytest.raises(ValueError, match=rf"sample {sid}: its DIVA variant \(offset {d}"):
+        tight[encode_index(len(tight), key)]
+    ok = DivaDataset(str(path), proc.tokenizer, OmegaConf.merge(
+        cfg, {"max_prompt_length": long}), proc)
+    assert ok[encode_index(len(ok), key)]["extra_info"]["diva_offset"] == d

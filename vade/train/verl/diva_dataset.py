@@ -128,6 +128,7 @@ class DivaDataset(RLHFDataset):
         if key.variant:
             row, extra = self._variant(row, extra, key)
             level = plan_variant(key.level, key.offset).level
+            self._check_length(row, extra, key)
         extra.update({"diva_variant": int(key.variant),
                       "diva_offset": int(key.offset) if key.variant else 0,
                       "diva_level": int(level)})
@@ -156,6 +157,41 @@ class DivaDataset(RLHFDataset):
         out[self.image_key] = new["images"]
         extra = {**extra, **{k: new["extra_info"][k] for k in ("uid", "question")}}
         return out, extra
+
+    def prompt_length(self, row: dict[str, Any]) -> int:
+        """Prompt tokens of ``row`` counted exactly as verl 0.7.1's overlong filter counts the
+        originals (``RLHFDataset.maybe_filter_out_long_prompts``'s ``doc2len``), so a variant is
+        held to the originals' rule. That count leaves the image tokens out: ``_build_messages``
+        pops the images before the processor sees them (a verl-wide limitation, not DIVA's)."""
+        import copy
+
+        doc = copy.deepcopy(row)
+        if self.processor is None:
+            ids = self.tokenizer.apply_chat_template(doc[self.prompt_key], tokenize=True,
+                                                     add_generation_prompt=True,
+                                                     **self.apply_chat_template_kwargs)
+            return len(ids["input_ids"] if hasattr(ids, "keys") else ids)
+        from verl.utils.dataset.vision_utils import process_image
+
+        messages = self._build_messages(doc)
+        text = self.processor.apply_chat_template(messages, add_generation_prompt=True,
+                                                  tokenize=False, **self.apply_chat_template_kwargs)
+        images = [process_image(image, image_patch_size=self.image_patch_size)
+                  for image in doc.get(self.image_key) or []] or None
+        return len(self.processor(text=[text], images=images)["input_ids"][0])
+
+    def _check_length(self, row: dict[str, Any], extra: dict[str, Any], key: DivaKey) -> None:
+        """A variant that verl's overlong filter would have dropped, had it been in the data (the
+        filter sees only the originals), is refused here by name: verl's agent loop pads prompts to
+        ``data.max_prompt_length`` without truncating, so such a row would fail far from its
+        cause, if at all visibly."""
+        n = self.prompt_length(row)
+        if n > self.max_prompt_length:
+            raise ValueError(
+                f"sample {extra.get('index')}: its DIVA variant (offset {key.offset}, step "
+                f"{key.step}) has {n} prompt tokens > data.max_prompt_length = "
+                f"{self.max_prompt_length}; raise train.verl.max_prompt_length (hints and the "
+                "rephrasing make prompts longer than the originals the filter saw)")
 
     def _texts(self, ex: Any) -> dict[str, Any] | None:
         """Offline steps and rephrasing of a row the synthetic renderer did not make (read once

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -111,10 +112,10 @@ def test_the_seam_is_the_numpy_core_and_other_estimators_are_verls():
     assert np.allclose(adv[:, 0].numpy(), core, atol=1e-6) and not np.allclose(
         core, [EXPECTED[(r[0], r[3])] for r in rows], atol=1e-3)
     # GRPO through the wrapper is verl's own function, untouched
-    original = getattr(ray_trainer.compute_advantage, "_vade_diva_wrapper")
+    original = ray_trainer.compute_advantage._vade_diva_wrapper
     a, _ = _proto(np.arange(16))
     b, _ = _proto(np.arange(16))
-    kw = dict(adv_estimator="grpo", num_repeat=4, norm_adv_by_std_in_grpo=True)
+    kw = {"adv_estimator": "grpo", "num_repeat": 4, "norm_adv_by_std_in_grpo": True}
     assert torch.equal(ray_trainer.compute_advantage(a, **kw).batch["advantages"],
                        original(b, **kw).batch["advantages"])
     # the registry knows the name, and refuses to run without the batch
@@ -136,9 +137,9 @@ def test_ppo_entry_installs_the_diva_advantage(monkeypatch):
     monkeypatch.setattr(ray_trainer, "compute_advantage", original)
     monkeypatch.setattr(main_ppo, "RayPPOTrainer", RayPPOTrainer)
     install()
-    assert getattr(ray_trainer.compute_advantage, "_vade_diva_wrapper") is original
+    assert ray_trainer.compute_advantage._vade_diva_wrapper is original
     install()   # once per process: not wrapped twice
-    assert getattr(ray_trainer.compute_advantage, "_vade_diva_wrapper") is original
+    assert ray_trainer.compute_advantage._vade_diva_wrapper is original
 
 
 def test_missing_diva_columns_are_a_clear_error():
@@ -308,18 +309,15 @@ def test_sampler_yields_pairs_and_updates_levels_from_both(synthetic, tmp_path):
             acc.append(float(g < right))
     order = rng.permutation(len(acc))
 
-    class Batch:
-        non_tensor_batch = {"extra_info": np.array(infos, dtype=object)[order],
-                            "acc": np.array(acc)[order]}
-        batch = None
-
+    batch = SimpleNamespace(non_tensor_batch={"extra_info": np.array(infos, dtype=object)[order],
+                                              "acc": np.array(acc)[order]}, batch=None)
     from vade.sampling import make_sampler
     from vade.train.difficulty import initial_alpha_beta
 
     twin = make_sampler("vade", 9, 3, seed=3, lambda1=0.2, lambda2=0.999,
                         alpha=initial_alpha_beta(tmp_path / "initial.parquet", ids)[0],
                         beta=initial_alpha_beta(tmp_path / "initial.parquet", ids)[1])
-    sampler.update(Batch())
+    sampler.update(batch)
     pos = np.array([k.position for k in keys[:3]])
     mean = np.array([(o_right[j] + v_right[j]) / 8 for j in range(3)])
     assert np.array_equal(sampler.levels[pos], update_levels(levels0[pos], mean))
@@ -444,7 +442,7 @@ def test_paper_rows_take_their_texts_from_build_variants(tmp_path):
                        if p["type"] == "text")
 
     def image(row):
-        return [p for p in row["raw_prompt"][0]["content"] if p["type"] == "image"][0]["bytes"]
+        return next(p for p in row["raw_prompt"][0]["content"] if p["type"] == "image")["bytes"]
 
     found = {}
     for step in range(1, 200):

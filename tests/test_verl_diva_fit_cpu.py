@@ -241,7 +241,7 @@ def test_resume_after_a_kill_replays_identically(world, fitted):
     4: the same batches, variants, levels, history and policy as the uninterrupted run."""
     method, spec_a, a, seen_a = fitted
     out = f"{method}-resumed"
-    spec_b, first, seen_1 = run(world, method, out, kill_at=5)
+    spec_b, _, seen_1 = run(world, method, out, kill_at=5)
     assert len(seen_1) == 5
     _, second, seen_2 = run(world, method, out, attempt=1)
     assert len(seen_2) == 2     # steps 5 and 6

@@ -96,7 +96,7 @@ def _wrap(original: Any) -> Any:
         name = getattr(adv_estimator, "value", adv_estimator)
         if name != ESTIMATOR:
             return original(data, adv_estimator, *args, **kwargs)
-        if "response_mask" not in data.batch.keys():
+        if "response_mask" not in data.batch.keys():  # noqa: SIM118 - a TensorDict, as in verl
             from verl.trainer.ppo.ray_trainer import compute_response_mask
 
             data.batch["response_mask"] = compute_response_mask(data)

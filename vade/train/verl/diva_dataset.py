@@ -23,7 +23,8 @@ A variant is built like the local trainer builds it (``vade.train.local.diva``):
 ``rng_for(seed, "diva", step, sample id)`` first draws the offset (which must equal the encoded
 D: a check that sampler and dataset agree) and then builds the variant
 (``vade.data.variants.variant_row``: exact hints, rephrasings, image perturbations, the question
-in the image), so the verl and local paths train on the same variants for the same seed.
+in the image), so for the same (seed, step, sample id, level) the verl and local paths build the
+same variant.
 Synthetic rows get the renderer's exact hints and template rephrasings; any other row (the
 paper's data) takes its solution steps and rephrasing from ``variants.parquet`` (``vade
 build-variants``, offline; beside the training file, or ``data.sampler.diva.variant_texts``) and
@@ -224,7 +225,7 @@ class DivaDataset(RLHFDataset):
         row_dict["raw_prompt"] = self._build_messages(row_dict)
         row_dict["dummy_tensor"] = torch.tensor([0], dtype=torch.uint8)
         if "extra_info" not in row_dict or row_dict["extra_info"] is None:
-            row_dict["extra_info"] = dict()
+            row_dict["extra_info"] = {}
         extra = row_dict["extra_info"]
         tools_kwargs = extra.get("tools_kwargs", {})
         interaction_kwargs = extra.get("interaction_kwargs", {})

@@ -236,13 +236,15 @@ def test_the_actor_trained_on_divas_advantage(fitted):
         assert np.abs(want).max() > 0    # the step trained on something
 
 
-def test_resume_after_a_kill_replays_identically(world, fitted):
-    """Killed in step 5 after its actor update, resumed by verl's ``_load_checkpoint`` from step
-    4: the same batches, variants, levels, history and policy as the uninterrupted run."""
+@pytest.mark.parametrize("kill_at", [4, 5])
+def test_resume_after_a_kill_replays_identically(world, fitted, kill_at):
+    """Killed right after step 4's checkpoint (4) or in step 5 after its actor update (5),
+    resumed by verl's ``_load_checkpoint`` from step 4: the same batches, variants, levels,
+    history and policy as the uninterrupted run (the levels travel in ``data.pt``)."""
     method, spec_a, a, seen_a = fitted
-    out = f"{method}-resumed"
-    spec_b, _, seen_1 = run(world, method, out, kill_at=5)
-    assert len(seen_1) == 5
+    out = f"{method}-resumed-{kill_at}"
+    spec_b, _, seen_1 = run(world, method, out, kill_at=kill_at)
+    assert len(seen_1) == kill_at
     _, second, seen_2 = run(world, method, out, attempt=1)
     assert len(seen_2) == 2     # steps 5 and 6
     replay = seen_1[:4] + seen_2

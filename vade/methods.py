@@ -61,6 +61,15 @@ class Method:
         return self.uses_posterior or self.shaping == "diva"
 
     @property
+    def sampler_name(self) -> str:
+        """The sampler-only method that chooses this method's prompts (DAPO filters and DIVA
+        shapes them after the choice): ``dapo``/``diva`` -> ``vanilla``, ``vade-diva`` ->
+        ``vade``."""
+        if self.shaping is None:
+            return self.name
+        return "vade" if self.uses_posterior else "vanilla"
+
+    @property
     def config_sections(self) -> tuple[str, ...]:
         """The config sections besides ``train`` that a run of this method reads."""
         return tuple(s for s, used in (("sampler", self.uses_posterior),

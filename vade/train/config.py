@@ -253,12 +253,8 @@ class TrainConfig:
 
     @property
     def sampler_method(self) -> str:
-        """The sampler-only method that chooses the prompts (DAPO filters and DIVA shapes them
-        after the choice): ``dapo``/``diva`` -> ``vanilla``, ``vade-diva`` -> ``vade``."""
-        spec = self.spec
-        if spec.shaping is None:
-            return spec.name
-        return "vade" if spec.uses_posterior else "vanilla"
+        """The sampler-only method that chooses the prompts (``vade.methods``)."""
+        return self.spec.sampler_name
 
     @property
     def is_diva(self) -> bool:

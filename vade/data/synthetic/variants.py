@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import textwrap
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -119,13 +120,20 @@ def _draw_question(pixels: np.ndarray, question: str) -> np.ndarray:
     return np.asarray(canvas.resize((w, h), Image.BILINEAR), dtype=np.float64)
 
 
-def make_variant(item: Item, plan: VariantPlan, rng: np.random.Generator) -> Item:
-    """The variant ``plan`` asks for; row id ``<original>~d<offset>``, answer unchanged."""
+def make_variant(item: Item, plan: VariantPlan, rng: np.random.Generator, *,
+                 steps: Sequence[str] | None = None, rephrasing: str | None = None) -> Item:
+    """The variant ``plan`` asks for; row id ``<original>~d<offset>``, answer unchanged.
+
+    ``steps`` / ``rephrasing``: solution steps and a rephrasing written offline (``vade
+    build-variants``, for items the renderer did not make); without them the synthetic task's
+    exact hints and template rephrasings are used."""
     question, pixels = item.question, None
     if plan.kind == "hint":
-        steps = hint_steps(item, rng)
+        steps = list(steps) if steps is not None else hint_steps(item, rng)
         shown = steps if plan.hint_steps == ALL_STEPS else steps[:plan.hint_steps]
         question = f"{item.question}\nHint: " + " ".join(shown)
+    elif plan.kind == "rephrase" and rephrasing is not None:
+        question = rephrasing
     elif plan.kind == "rephrase":
         choices = [q for q in REPHRASINGS[item.task] if q != item.question]
         question = choices[int(rng.integers(len(choices)))]

@@ -26,6 +26,10 @@ verl's hardware knobs), ``overrides`` (the one mapping from ``TrainConfig`` to H
 overrides), ``launch`` (run one cell), ``ppo_entry`` (verl's entry, the sampler observing each
 batch before the checkpoint), ``dapo_entry`` (capped DAPO), ``dapo_cap`` (the global generation
 budget, counted across resumes), ``rollouts`` (rollouts per step from recorded metrics),
-``validation`` (the pooled ``val/acc``), ``recipe`` (the verl-recipe checkout). Only ``sampler``
-imports verl at import time (the entries import verl and the recipe inside ``main``).
+``validation`` (the pooled ``val/acc``), ``recipe`` (the verl-recipe checkout); DIVA-GRPO
+(``diva``, ``vade-diva``): ``diva_dataset`` (variant rows from encoded indices, ``data.custom_cls``),
+``diva_sampler`` (originals and their variants, levels), ``diva_advantage`` (the ``diva``
+advantage, installed by ``ppo_entry``), ``diva_overrides`` (what a DIVA cell changes). Only
+``sampler``, ``diva_sampler`` and ``diva_dataset`` import verl at import time (the entries import
+verl and the recipe inside ``main``).
 """

@@ -15,6 +15,8 @@ fail there), so a renamed key in a future verl shows up in CI, not on the cluste
 * Methods whose chooser is a sampler (``vade.methods``): ``VadeCurriculumSampler`` with the
   method name and the ``sampler`` section written back as ``+data.sampler.vade.*`` (the plugin
   reads it into the same ``SamplerConfig``).
+* diva / vade-diva: the same plugin with DIVA's dataset, sampler and advantage
+  (``vade.train.verl.diva_overrides``).
 * dapo: verl-recipe's DAPO trainer through ``vade.train.verl.dapo_entry`` (dynamic sampling on
   ``acc``, the naive reward manager so only the dynamic-sampling part of DAPO differs, as in the
   paper), with the ``dapo`` section and the run's step count as ``+vade_dapo.*``; the entry
@@ -37,8 +39,8 @@ __all__ = ["ENTRY_DAPO", "ENTRY_PPO", "METHODS_VERL", "RunSpec", "build_override
 
 ENTRY_PPO = "vade.train.verl.ppo_entry"
 ENTRY_DAPO = "vade.train.verl.dapo_entry"
-# what verl runs today: every method except DIVA's (its variants need a dataset class)
-METHODS_VERL = tuple(m for m in methods.NAMES if methods.get(m).shaping != "diva")
+# every method has a verl path (DIVA's through vade.train.verl.diva_overrides)
+METHODS_VERL = methods.NAMES
 SAMPLER_CLASS_PATH = "pkg://vade.train.verl.sampler"
 SAMPLER_CLASS_NAME = "VadeCurriculumSampler"
 _PLAIN = re.compile(r"^[A-Za-z0-9_./:\-+@~]*$")
@@ -223,5 +225,9 @@ def build_overrides(spec: RunSpec, *, tracking_uri: str | None = None,
             "experiment": experiment,
         }
         appended = {f"data.sampler.vade.{k}": v for k, v in vade_block.items()}
+        if cfg.spec.shaping == "diva":
+            from vade.train.verl.diva_overrides import apply_diva
+
+            apply_diva(cfg, o, appended)
     return ([f"{k}={_value(v)}" for k, v in o.items()]
             + [f"+{k}={_value(v)}" for k, v in appended.items()])

@@ -47,6 +47,9 @@ def install() -> type:
     subclass, once per process; returns the class now in place."""
     from verl.trainer import main_ppo
 
+    from vade.train.verl.diva_advantage import install as install_diva_advantage
+
+    install_diva_advantage()  # algorithm.adv_estimator=diva (a no-op for other estimators)
     if not getattr(main_ppo.RayPPOTrainer, _FLAG, False):
         main_ppo.RayPPOTrainer = observe_before_checkpoint(main_ppo.RayPPOTrainer)
     return main_ppo.RayPPOTrainer

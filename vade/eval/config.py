@@ -56,7 +56,7 @@ class Benchmark:
         for key in ("name", "task", "metric"):
             if not isinstance(v.get(key), str) or not v[key]:
                 raise ValueError(f"{where}.{key} must be a non-empty string, got {v.get(key)!r}")
-        check_float(f"{where}.scale", v.get("scale", 100.0), 0.0, 1e9, open_lo=True)
+        scale = check_float(f"{where}.scale", v.get("scale", 100.0), 0.0, 1e9, open_lo=True)
         check_bool(f"{where}.judge", v.get("judge", False))
         if v.get("items") is not None:
             check_int(f"{where}.items", v["items"], 1, 10**9)

@@ -35,16 +35,16 @@ from vade.train.verl.config import VerlConfig
 __all__ = [
     "AGG_MODES",
     "ALGORITHMS",
-    "AlgoConfig",
     "BACKENDS",
-    "DapoConfig",
-    "DivaConfig",
     "KL_TYPES",
     "LOSS_MODES",
-    "SamplerConfig",
-    "TRAIN_METHODS",
-    "TrainConfig",
     "NEEDS_DIFFICULTY",
+    "TRAIN_METHODS",
+    "AlgoConfig",
+    "DapoConfig",
+    "DivaConfig",
+    "SamplerConfig",
+    "TrainConfig",
     "algo_config",
 ]
 

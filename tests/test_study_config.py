@@ -65,6 +65,24 @@ def test_study_dry_run_has_thirty_runs(tmp_path):
     assert "results/tiny-study/runs/tiny-grpo-last-update-s4/done.json" in out
 
 
+@needs_snakemake
+def test_diva_overlay_adds_only_the_diva_runs(tmp_path):
+    """config/tiny-study-diva.yaml on top of the study: the same 30 runs plus diva and vade-diva
+    for each of the 5 seeds, every other setting the study's (one output folder)."""
+    overlay = yaml.safe_load((ROOT / "config" / "tiny-study-diva.yaml").read_text())
+    assert set(overlay) == {"experiments"}
+    assert overlay["experiments"]["seeds"] == STUDY["experiments"]["seeds"]
+    repo = clean_copy(tmp_path / "repo")
+    proc = _snakemake(repo, "-n", "--configfile", "config/tiny-study.yaml",
+                      "config/tiny-study-diva.yaml")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    out = proc.stdout + proc.stderr
+    table = out.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    counts = {ln.split()[0]: int(ln.split()[1]) for ln in table.splitlines()[3:] if ln.strip()}
+    assert counts["train"] == 40 and counts["evaluate"] == 41
+    assert "results/tiny-study/runs/tiny-grpo-vade-diva-s4/done.json" in out
+
+
 @pytest.mark.slow
 @needs_snakemake
 def test_study_at_smoke_scale_trains_two_seeds_and_reports_intervals(tmp_path):

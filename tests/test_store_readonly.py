@@ -141,3 +141,21 @@ def test_the_real_cli_still_answers_queries_over_several_runs(runs):
     assert bad.returncode == 2 and "root:" not in bad.stdout
     assert "read-only" in bad.stderr and "Permission Error" in bad.stderr
     assert sorted(p.name for p in runs.parent.iterdir()) == ["runs"]  # nothing written in cwd
+
+
+def test_a_file_another_process_is_writing_is_named_not_a_traceback(tmp_path, capsys):
+    """Real DuckDB, real second process holding the write lock (a run still training)."""
+    busy = tmp_path / "busy.duckdb"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+         "c.execute('CREATE TABLE t (x INT)'); print('ready', flush=True); time.sleep(60)",
+         str(busy)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(ValueError, match=r"busy\.duckdb: another process is writing it"):
+            open_catalog([busy])
+        code = main(["sql", "SELECT 1", "--db", str(busy)])
+        assert code != 0 and "another process is writing it" in capsys.readouterr().err
+    finally:
+        holder.kill()
+        holder.wait()

@@ -88,7 +88,16 @@ def open_catalog(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
     aliases = []
     for i, path in enumerate(expand_paths(paths)):
         alias = f"run_file_{i}"
-        con.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS {alias} (READ_ONLY)")
+        try:
+            con.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS {alias} "
+                        "(READ_ONLY)")
+        except duckdb.IOException as exc:
+            con.close()
+            if "lock" not in str(exc).lower():
+                raise ValueError(f"cannot open {path}: {exc}") from None
+            raise ValueError(f"cannot open {path}: another process is writing it (a run or "
+                             "evaluation still in progress); query it once that process has "
+                             "finished, or leave it out of --db") from None
         aliases.append(alias)
     holders: dict[str, list[str]] = {}  # table -> the files that have it
     for alias in aliases:

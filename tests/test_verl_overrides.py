@@ -110,7 +110,8 @@ def test_table4_values_land_where_verl_reads_them(composed):
         == (1, 1.0, 0.01)
     assert rollout["val_kwargs"]["temperature"] == 0 and rollout["val_kwargs"]["do_sample"] is False
     vade = PluginSettings.from_dict(c["data"]["sampler"]["vade"])
-    assert (vade.lambda1, vade.lambda2, vade.snapshot_every, vade.keep_every) \
+    assert (vade.sampler.lambda1, vade.sampler.lambda2, vade.sampler.snapshot_every,
+            vade.keep_every) \
         == (0.2, 0.999, 50, 20)
     assert trainer["logger"] == ["console", "mlflow", "file"]
     assert trainer["project_name"] == "paper"

@@ -6,15 +6,16 @@ value raises ValueError naming it, before any model is loaded. Size checks that 
 (``train.batch_size`` against the number of training rows) run in :meth:`TrainConfig.check_data`,
 which the command calls right after counting rows and before any other work.
 
-One name per concept, whatever the backend: ``batch_size`` (B prompts per step), ``rollouts_per_prompt``
-(G), ``steps``, ``lr``, ``max_new_tokens``, ``val_every``, ``checkpoint_every`` ... are the run;
-``vade.train.verl.overrides`` maps them to verl's names (``data.train_batch_size``,
-``rollout.n``, ``trainer.total_training_steps``, ...). What only one backend has sits in its own
-block: ``train.verl`` (GPUs, parallelism, micro-batches, offload, engine: ``VerlConfig``). Loss
-names follow verl (``ppo_epochs``, ``clip_ratio_low/high/c``, ``loss_agg_mode``,
-``kl_loss_type``). The method (``train.method``) is a row of ``vade.methods``; its sampler,
-DAPO and DIVA options are the typed ``sampler``, ``dapo`` and ``diva`` sections. Per-algorithm settings sit in the blocks ``train.grpo`` / ``train.gspo``; only the block of
-the chosen algorithm is used (both are validated). Defaults of the blocks: GRPO = verl's
+One name per concept, whatever the backend: ``batch_size`` (B prompts per step),
+``rollouts_per_prompt`` (G), ``steps``, ``lr``, ``max_new_tokens``, ``val_every``,
+``checkpoint_every`` ... are the run; ``vade.train.verl.overrides`` maps them to verl's names
+(``data.train_batch_size``, ``rollout.n``, ``trainer.total_training_steps``, ...). What only one
+backend has sits in its own block: ``train.verl`` (GPUs, parallelism, micro-batches, offload,
+engine: ``VerlConfig``). Loss names follow verl (``ppo_epochs``, ``clip_ratio_low/high/c``,
+``loss_agg_mode``, ``kl_loss_type``). The method (``train.method``) is a row of
+``vade.methods``; its sampler, DAPO and DIVA options are the typed ``sampler``, ``dapo`` and
+``diva`` sections. Per-algorithm settings sit in the blocks ``train.grpo`` / ``train.gspo``; only
+the block of the chosen algorithm is used (both are validated). Defaults of the blocks: GRPO = verl's
 defaults with the paper's ``kl_loss_coef`` 0.01 (Table 4); GSPO = verl's GSPO example clip
 ratios (3e-4 / 4e-4, ``seq-mean-token-mean``) with the same KL coefficient (the paper used
 identical settings for all runs).

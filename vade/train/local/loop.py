@@ -166,11 +166,11 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
             if shaper is not None:
                 store.log_levels(0, np.arange(n_train), shaper.levels)
         recorder.log_params({"train": cfg.to_dict(), "seed": cfg.seed, "method": cfg.method,
-                            "algorithm": cfg.algorithm, "n_train": n_train,
-                            "n_val": len(val_examples)})
+                             "algorithm": cfg.algorithm, "n_train": n_train,
+                             "n_val": len(val_examples)})
         recorder.set_tags({"code_version": code_version(), "backend": "local",
-                          "run_id": run_id, "model": str(paths.model), "seed": cfg.seed,
-                          "method": cfg.method, "algorithm": cfg.algorithm})
+                           "run_id": run_id, "model": str(paths.model), "seed": cfg.seed,
+                           "method": cfg.method, "algorithm": cfg.algorithm})
         if state["step"] == 0 and cfg.val_before_train:
             state["val"][0] = _validate(policy.engine, val_examples, cfg, 0)
             baseline = {"val/acc": state["val"][0], "val/n": float(len(val_examples))}

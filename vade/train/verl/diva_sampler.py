@@ -229,7 +229,7 @@ class DivaCurriculumSampler(VadeCurriculumSampler):
         from vade.train.recorder import RunRecorder, reopen_by_name
 
         s = self.settings
-        store = RunStore(s.store, s.run_id, snapshot_every=s.snapshot_every)
+        store = RunStore(s.store, s.run_id, snapshot_every=s.sampler.snapshot_every)
         self._recorder = RunRecorder(store, reopen_by_name(s.tracking_uri, s.experiment, s.run_id))
         store.start_run(method=self.diva_method, sampler_config=self.inner.config,
                         config={"verl_sampler": asdict(s), "diva": {"method": self.diva_method}})

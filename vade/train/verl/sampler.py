@@ -81,8 +81,9 @@ class VadeCurriculumSampler(AbstractCurriculumSampler):
         alpha = beta = None
         if s.method != "vanilla" and s.initial_difficulty:
             alpha, beta = initial_alpha_beta(s.initial_difficulty, self.sample_ids)
-        self.inner = make_sampler(s.method, n, self.batch_size, seed=s.seed, lambda1=s.lambda1,
-                                  lambda2=s.lambda2, alpha=alpha, beta=beta)
+        self.inner = make_sampler(s.method, n, self.batch_size, seed=s.seed,
+                                  lambda1=s.sampler.lambda1, lambda2=s.sampler.lambda2,
+                                  alpha=alpha, beta=beta)
         self.epoch = 0
         self.position = 0                      # indices yielded in the current epoch
         self.current = np.empty(0, np.int64)   # the batch being handed out (positions)
@@ -190,7 +191,7 @@ class VadeCurriculumSampler(AbstractCurriculumSampler):
         from vade.train.recorder import RunRecorder, reopen_by_name
 
         s = self.settings
-        store = RunStore(s.store, s.run_id, snapshot_every=s.snapshot_every)
+        store = RunStore(s.store, s.run_id, snapshot_every=s.sampler.snapshot_every)
         self._recorder = RunRecorder(store, reopen_by_name(s.tracking_uri, s.experiment, s.run_id))
         store.start_run(method=s.method, sampler_config=self.inner.config,
                         config={"verl_sampler": asdict(s)})

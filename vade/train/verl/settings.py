@@ -42,18 +42,6 @@ class PluginSettings:
     tracking_uri: str | None = None          # MLflow; None disables MLflow logging here
     experiment: str | None = None
 
-    @property
-    def lambda1(self) -> float:
-        return self.sampler.lambda1
-
-    @property
-    def lambda2(self) -> float:
-        return self.sampler.lambda2
-
-    @property
-    def snapshot_every(self) -> int:
-        return self.sampler.snapshot_every
-
     @classmethod
     def from_data_config(cls, data_config: Any) -> PluginSettings:
         sampler = _get(data_config, "sampler") or {}

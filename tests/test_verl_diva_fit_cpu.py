@@ -41,42 +41,11 @@ from vade.train.difficulty import initial_alpha_beta
 N_TRAIN, B, G, STEPS = 10, 4, 3, 6
 
 
-def _png(seed: int) -> bytes:
-    import io
-
-    from PIL import Image
-
-    arr = np.random.default_rng(seed).integers(0, 255, size=(28, 28, 3), dtype=np.uint8)
-    buf = io.BytesIO()
-    Image.fromarray(arr).save(buf, format="PNG")
-    return buf.getvalue()
-
-
-def _write_rows(path: Path, n: int, first: int = 0) -> None:
-    """``synthetic/count`` rows in verl's schema (the variant builder's task), answer id % 4."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rows = []
-    for i in range(n):
-        sid, q = first + i, "what is the answer"
-        rows.append({
-            "data_source": "synthetic/count",
-            "prompt": [{"role": "user", "content": "<image>" + q}],
-            "images": [{"bytes": _png(sid), "path": None}],
-            "ability": "math",
-            "reward_model": {"style": "rule", "ground_truth": str(i % 4)},
-            "extra_info": {"split": "train", "index": sid, "uid": f"count-{sid}",
-                           "task": "synthetic/count", "domain": "math",
-                           "answer_type": "number", "question": q, "answer": str(i % 4)}})
-    pq.write_table(pa.Table.from_pylist(rows), path)
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from tiny_vlm import tiny_processor
+    from tiny_vlm import tiny_processor, write_train_parquet
 
     from vade.train.verl.diva_advantage import install
 
@@ -85,8 +54,9 @@ def world(tmp_path_factory):
     proc = tiny_processor(extra_words=WORDS)
     save_model_dir(proc, root / "model")
     (root / "data").mkdir()
-    _write_rows(root / "data" / "train.parquet", N_TRAIN)
-    _write_rows(root / "data" / "val.parquet", 4, first=100)
+    count = {"task": "synthetic/count", "source": "synthetic/count"}  # the variant builder's task
+    write_train_parquet(root / "data" / "train.parquet", N_TRAIN, **count)
+    write_train_parquet(root / "data" / "val.parquet", 4, first_index=100, **count)
     ids = np.arange(N_TRAIN, dtype=np.int64)
     pq.write_table(pa.table({"sample_id": ids, "correct": (ids * 5) % 9,
                              "rollouts": np.full(N_TRAIN, 8)}), root / "initial.parquet")

@@ -1,41 +1,65 @@
 # The two front-door commands (README "Quick start"):
-#   make demo   install the CPU stack into .venv, then run the whole tiny pipeline with Snakemake
-#   make test   install the package with every group the tests exercise into .venv, run the tests
-# Versions come from requirements/constraints.txt (one venv that holds the whole stack).
+#   make demo   install the locked CPU stack into .venv, then run the whole tiny pipeline with Snakemake
+#   make test   the same install, then the tests
+# Every distribution comes from requirements/lock/venv.txt (`uv pip sync`: the venv holds exactly
+# the lock, nothing more); `make lock` regenerates the locks from the hand pins (README
+# "Installation notes").
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-PIP    := $(PY) -m pip install --disable-pip-version-check -q -c requirements/constraints.txt
-DEPS   := pyproject.toml requirements/constraints.txt
+UV     := $(VENV)/bin/uv
+UV_VERSION := 0.13.9
+LOCK   := requirements/lock/venv.txt
+# uv does not read pip's configuration: hand it the machine's pip indexes (a local mirror, wheels on
+# disk) unless the UV_* variables already say where to look. Extra indexes are consulted beside PyPI.
+PIP_EXTRA_INDEX := $(shell $(PYTHON) -m pip config get global.extra-index-url 2>/dev/null)
+PIP_FIND_LINKS  := $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
+export UV_EXTRA_INDEX_URL ?= $(PIP_EXTRA_INDEX)
+export UV_FIND_LINKS ?= $(PIP_FIND_LINKS)
+export UV_INDEX_STRATEGY ?= unsafe-best-match
+export UV_PYTHON := $(PY)
 # Nothing here may reach the Hugging Face hub (the tiny pipeline builds everything locally).
 export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export WANDB_MODE := disabled
 
-.PHONY: demo test bench clean-venv
+COMPILE := $(UV) pip compile -q --python-version 3.11 --custom-compile-command "make lock"
 
-$(PY):
+.PHONY: demo test bench lock clean-venv
+
+$(UV):
 	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q "uv==$(UV_VERSION)"
 
-$(VENV)/.stamp-test: $(PY) $(DEPS)
-	$(PIP) -e '.[test,cpu,verl,eval,workflow,report]'
+$(VENV)/.stamp: $(UV) $(LOCK) pyproject.toml
+	$(UV) pip sync -q $(LOCK)
+	$(UV) pip install -q --no-deps --reinstall-package vade -e .
 	@touch $@
 
-$(VENV)/.stamp-demo: $(PY) $(DEPS)
-	$(PIP) -e '.[cpu,eval,workflow,report]'
-	@touch $@
-
-test: $(VENV)/.stamp-test
+test: $(VENV)/.stamp
 	$(PY) -m pytest
 
-demo: $(VENV)/.stamp-demo
+demo: $(VENV)/.stamp
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" snakemake --cores 2 --configfile config/tiny.yaml
 	@echo "report: reports/tiny/report.html (text: reports/tiny/report.md; logs: logs/tiny/)"
 
-bench: $(VENV)/.stamp-demo
+bench: $(VENV)/.stamp
 	$(VENV)/bin/vade bench sampler
+
+# Regenerate every lock from the hand pins, then the conda env files from their locks. Run after
+# changing pyproject.toml's dependencies, requirements/*.txt or requirements/envs/*.in; commit the
+# result with the change. Takes about 30 s (metadata only; nothing is installed).
+lock: $(UV)
+	$(COMPILE) --universal requirements/venv.in \
+	    -c requirements/constraints.txt -c requirements/torch-cpu.txt -o $(LOCK)
+	for env in requirements/envs/*.in; do \
+	    name=$$(basename $$env .in); \
+	    $(COMPILE) --python-platform x86_64-manylinux_2_28 $$env \
+	        -o requirements/lock/envs/$$name.txt || exit 1; \
+	done
+	$(PY) requirements/render_env_files.py
 
 clean-venv:
 	rm -rf $(VENV)

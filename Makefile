@@ -30,6 +30,8 @@ COMPILE := $(UV) pip compile -q --python-version 3.11 --custom-compile-command "
 .PHONY: demo test bench lock clean-venv
 
 $(UV):
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else \
+	    f"the locks are for Python 3.11, $(PYTHON) is {sys.version.split()[0]}: make PYTHON=python3.11 ...")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q "uv==$(UV_VERSION)"
 

@@ -210,15 +210,6 @@ def test_missing_or_foreign_difficulty_is_named(data, tmp_path):
                     load_policy=ToyPolicy.load)
 
 
-def test_resume_with_a_changed_config_is_refused(data, tmp_path):
-    out = tmp_path / "toy-grpo-vade-s0"
-    train_local(_cfg(tmp_path, steps=2), _paths(data, out), progress=False,
-                load_policy=ToyPolicy.load)
-    with pytest.raises(ValueError, match="train lr = 0.05"):
-        train_local(_cfg(tmp_path, steps=4, lr=0.01), _paths(data, out), progress=False,
-                    load_policy=ToyPolicy.load)
-
-
 def test_ratio_window_averages_first_and_last_steps():
     from vade.bench.train import ratio_window
 

@@ -40,8 +40,16 @@ $(VENV)/.stamp: $(UV) $(LOCK) pyproject.toml
 	$(UV) pip install -q --no-deps --reinstall-package vade -e .
 	@touch $@
 
-test: $(VENV)/.stamp
-	$(PY) -m pytest
+# A second environment with DuckDB 1.x only: tests/test_store_file_format.py reads every file the
+# project writes with it (DuckDB 1.x must open what 2.x writes).
+DUCKDB1 := .venv-duckdb1
+$(DUCKDB1)/.stamp: $(UV)
+	$(UV) venv -q --python $(PYTHON) $(DUCKDB1)
+	$(UV) pip install -q --python $(DUCKDB1)/bin/python "duckdb==1.1.3"
+	@touch $@
+
+test: $(VENV)/.stamp $(DUCKDB1)/.stamp
+	VADE_DUCKDB1_PYTHON="$(CURDIR)/$(DUCKDB1)/bin/python" $(PY) -m pytest
 
 demo: $(VENV)/.stamp
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" snakemake --cores 2 --configfile config/tiny.yaml

@@ -73,10 +73,25 @@ def test_perturbation_strength_grows_with_the_offset(items):
 
 
 def test_text_in_image_moves_the_question_into_the_picture(items):
+    """The picture gains the question as text in a band on top and nothing else: another
+    question of the same length changes only the band's rows, and the variant draws no random
+    numbers (a perturbation would pass the old "pixels differ" check, and fails both of these)."""
     item = items[0]
     v = make_variant(item, plan_variant(1, 8), np.random.default_rng(0))
     assert v.question == READ_FROM_IMAGE
     assert np.abs(_pixels(v) - _pixels(item)).mean() > 1.0
+    assert v.images == make_variant(item, plan_variant(1, 8), np.random.default_rng(1)).images
+    other = make_variant(replace(item, question=item.question.swapcase()), plan_variant(1, 8),
+                         np.random.default_rng(0))
+    rows = np.flatnonzero(np.abs(_pixels(other) - _pixels(v)).max(axis=(1, 2)) > 0)
+    height, width = _pixels(v).shape[:2]
+    # the band: 11 px per line of about width/6 characters (PIL's bitmap font), + 2, then the
+    # whole picture is scaled back to its height
+    import textwrap
+
+    band = 11 * len(textwrap.wrap(item.question, max(4, width // 6))) + 2
+    band_rows = band * height / (height + band)
+    assert rows.size and rows.min() == 0 and rows.max() <= band_rows + 1, (rows, band_rows)
 
 
 def test_variants_are_deterministic_per_stream(items):

@@ -13,6 +13,7 @@ clone the way ``make test`` runs them after ``make demo``, pass and leave its ou
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -94,11 +95,22 @@ def test_pipeline_writes_every_stage(completed: Path) -> None:
     runs = sorted(p.name for p in (results / "runs").iterdir() if (p / "done.json").exists())
     assert runs == sorted(f"tiny-{a}-{m}-s0" for a in ("grpo", "gspo")
                           for m in ("vanilla", "dapo", "vade"))
-    con = duckdb.connect(str(results / "runs" / "tiny-grpo-vade-s0" / "history.duckdb"),
-                         read_only=True)
-    steps, = con.execute("SELECT count(*) FROM steps").fetchone()
-    events, = con.execute("SELECT count(*) FROM events").fetchone()
-    assert steps > 0 and events > 0
+    # what the smoke config implies: 4 steps of B = 8 prompts x G = 8 rollouts, validation before
+    # training and every 2 steps; DAPO may stop early at its rollout cap (3 x 4 x 8 x 8)
+    for run in runs:
+        done = json.loads((results / "runs" / run / "done.json").read_text())
+        con = duckdb.connect(str(results / "runs" / run / "history.duckdb"), read_only=True)
+        steps = con.execute("SELECT count(*), sum(rollouts) FROM steps").fetchone()
+        events, = con.execute("SELECT count(*) FROM events").fetchone()
+        con.close()
+        assert steps == (done["steps"], done["rollouts_cumulative"]), run
+        if "-dapo-" in run:
+            assert done["steps"] == 4 or done["stopped_by"] == "rollout_cap", run
+            assert 4 * 64 <= done["rollouts_cumulative"] <= 3 * 4 * 64, run
+            continue
+        assert (done["steps"], done["stopped_by"], steps, events) == (
+            4, "completed", (4, 4 * 64), 4 * 8), run
+        assert sorted(done["val_acc"], key=int) == ["0", "2", "4"], run
     assert sorted(p.name for p in (results / "eval").glob("*.duckdb")) == sorted(
         [f"{r}.duckdb" for r in runs] + ["tiny-base.duckdb"])
     report = completed / "reports" / "tiny" / "report.md"

@@ -109,9 +109,24 @@ def test_huge_numbers_do_not_overflow():
 ])
 @pytest.mark.parametrize("answer_type", ["math", "choice", "relaxed"])
 def test_megabyte_adversarial_strings_complete(payload, answer_type):
+    """None of these holds the gold answer: each scores exactly 0, and returns. The time bound
+    (30 s; the slowest case, math-verify on a megabyte of spaces, takes about 7 s on 2 busy
+    cores) only stops a regression from hanging the suite: the reward's own 1 s budget is the
+    reward's business (issue 28, item 2)."""
+    import time
+
     gold = "B" if answer_type == "choice" else "1"
+    start = time.monotonic()
     out = _score(payload, gold, answer_type)
-    assert out["acc"] in (0.0, 1.0) and out["score"] == out["acc"]
+    assert time.monotonic() - start < 30
+    assert out["acc"] == 0.0 and out["score"] == 0.0
+
+
+@pytest.mark.parametrize("answer_type", ["math", "choice", "relaxed"])
+def test_the_answer_after_a_megabyte_of_text_is_found(answer_type):
+    gold = "B" if answer_type == "choice" else "1"
+    out = _score("x " * (MB // 2) + rf"The answer is \boxed{{{gold}}}", gold, answer_type)
+    assert out["acc"] == 1.0 and out["score"] == 1.0
 
 
 def test_scoring_works_off_the_main_thread():

@@ -124,18 +124,44 @@ def _cli(tmp_path: Path, model: Path, out: str, cfg: dict) -> int:
                  "--model", str(model), "--out", str(tmp_path / out), "--no-progress"])
 
 
-def test_init_difficulty_command_end_to_end(tmp_path, saved_model, capsys):
-    cfg = {"seed": 1, "difficulty": {"engine": "hf", "rollouts": 3, "max_new_tokens": 4,
-                                     "batch_size": 6}}
-    assert _cli(tmp_path, saved_model, "a", cfg) == 0
-    assert "pass@3 histogram" in capsys.readouterr().out
-    a = pq.read_table(tmp_path / "a" / "initial.parquet").to_pydict()
-    assert a["sample_id"] == [0, 1, 2, 3, 4] and a["rollouts"] == [3] * 5
-    assert all(0 <= r <= 3 for r in a["correct"])
+@pytest.fixture(scope="module")
+def warm_model(tmp_path_factory):
+    """The smallest tiny Qwen2.5-VL, warm-started 40 steps on bar charts (as in
+    test_train_tiny_vlm): it answers some rollouts right and some wrong, so counts can differ."""
+    from vade.models.build import build_base_model
+    from vade.models.config import ModelConfig, TinyArchConfig, WarmStartConfig
+
+    d = tmp_path_factory.mktemp("warm")
+    write_rows(d / "warmstart.parquet", bar_rows(64, seed=5, split="warmstart", start_index=5000))
+    arch = TinyArchConfig(hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
+                          intermediate_size=64, mrope_section=(2, 3, 3), vision_hidden_size=16,
+                          vision_depth=1, vision_heads=1, vision_intermediate_size=32,
+                          vocab_size=300, max_position_embeddings=256)
+    warm = WarmStartConfig(steps=40, lr=1e-2, batch_size=16, eval_fraction=0.25)
+    build_base_model(ModelConfig(tiny=arch, warm_start=warm), 0, d / "base",
+                     d / "warmstart.parquet", progress=False)
+    return d / "base"
+
+
+def test_init_difficulty_command_end_to_end(tmp_path, warm_model, capsys):
+    """Real: the CLI, HF engine, warm-started tiny model and reward. Same seed, same counts;
+    another seed, other counts (a random model scored 0 everywhere, so "same" compared zeros)."""
+    write_rows(tmp_path / "train.parquet", bar_rows(12, seed=9))
+
+    def counts(out: str, seed: int) -> dict:
+        cfg = {"seed": seed, "difficulty": {"engine": "hf", "rollouts": 4, "max_new_tokens": 12,
+                                            "batch_size": 16}}
+        assert _cli(tmp_path, warm_model, out, cfg) == 0
+        return pq.read_table(tmp_path / out / "initial.parquet").to_pydict()
+
+    a = counts("a", 1)
+    assert "pass@4 histogram" in capsys.readouterr().out
+    assert a["sample_id"] == list(range(12)) and a["rollouts"] == [4] * 12
+    assert 0 < sum(a["correct"]) < 12 * 4 and len(set(a["correct"])) > 1
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["seed"] == 1 and summary["prompts_per_second"] > 0
-    assert _cli(tmp_path, saved_model, "b", cfg) == 0  # same seed, same counts
-    assert pq.read_table(tmp_path / "b" / "initial.parquet").to_pydict() == a
+    assert counts("b", 1) == a                        # same seed, same counts
+    assert counts("c", 2)["correct"] != a["correct"]  # another seed, other rollouts
 
 
 def test_init_difficulty_command_errors(tmp_path, saved_model, capsys):

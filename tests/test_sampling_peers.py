@@ -155,8 +155,19 @@ def test_mopps_picks_posteriors_closest_to_the_target():
 
 
 def test_mopps_pool_limits_candidates():
-    s = MoPPSSampler(N, 2, pool_factor=3)
+    """Only a pool of pool_factor x B prompts is scored: the one prompt at p = 0.5 (the others
+    near 0) is chosen exactly when the uniform pool holds it, 6/60 = 10% of steps; scoring all
+    prompts would choose it every step. 2000 steps: 3 sigma = 2 points."""
+    s = MoPPSSampler(N, 2, pool_factor=3, seed=5)
     assert s.pool_size == 6
+    s.a[:], s.b[:] = 1.0, 1e6      # p ~ 1e-6
+    s.a[17], s.b[17] = 1e6, 1e6    # p ~ 0.5, the target
+    share = np.mean([17 in s.select() for _ in range(2000)])
+    assert share == pytest.approx(0.1, abs=0.02)
+    whole = MoPPSSampler(N, 2, pool_factor=30, seed=5)  # pool = all 60
+    whole.a[:], whole.b[:] = 1.0, 1e6
+    whole.a[17], whole.b[17] = 1e6, 1e6
+    assert all(17 in whole.select() for _ in range(50))
 
 
 # --- GRESO -------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 Real: DuckDB 2.0 writing through the project's own writers, the file header read byte by byte.
 The check with a real DuckDB 1.x runs when ``VADE_DUCKDB1_PYTHON`` names a Python that has
-duckdb 1.x installed (``python3 -m venv /tmp/dk1 && /tmp/dk1/bin/pip install duckdb==1.1.3``);
-it is skipped otherwise, because the test environment holds only one duckdb.
+duckdb 1.x installed: ``make test`` (and so CI, ``.ci/run``) builds one (``.venv-duckdb1``, duckdb
+1.1.3) and sets it; a bare ``pytest`` skips it, because the test environment holds one duckdb.
 """
 
 from __future__ import annotations

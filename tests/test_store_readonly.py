@@ -159,3 +159,64 @@ def test_a_file_another_process_is_writing_is_named_not_a_traceback(tmp_path, ca
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_runaway_query_stops_at_the_time_limit(runs, capsys):
+    """A cross join of 10^16 rows ran until killed; ``--timeout 1`` interrupts it (the bound
+    below is 30x the limit, only to keep a regression from hanging the suite)."""
+    import time
+
+    start = time.monotonic()
+    code = main(["sql", "SELECT sum(a.range * b.range) FROM range(100000000) a, "
+                 "range(100000000) b", "--db", str(runs), "--timeout", "1"])
+    assert code == 2 and time.monotonic() - start < 30
+    assert "ran longer than --timeout 1 s and was stopped" in capsys.readouterr().err
+
+
+def test_the_memory_limit_flag_caps_a_query(runs, capsys):
+    sql = "SELECT count(DISTINCT range) FROM range(30000000)"
+    assert main(["sql", sql, "--db", str(runs), "--memory-limit", "20MB"]) == 2
+    assert "raise --memory-limit, now 20MB" in capsys.readouterr().err
+    assert main(["sql", sql, "--db", str(runs), "--memory-limit", "twenty"]) == 2
+    assert "--memory-limit 'twenty'" in capsys.readouterr().err
+
+
+def test_output_file_extension_sets_the_format(runs, tmp_path, capsys):
+    """``-o FILE`` without ``--format`` wrote nothing and exited 0."""
+    import json
+
+    sql = "SELECT run_id, count(*) AS n FROM steps GROUP BY run_id ORDER BY run_id"
+    assert main(["sql", sql, "--db", str(runs), "-o", str(tmp_path / "n.json")]) == 0
+    assert json.loads((tmp_path / "n.json").read_text()) == [{"run_id": "a", "n": 3},
+                                                              {"run_id": "b", "n": 2}]
+    assert main(["sql", sql, "--db", str(runs), "-o", str(tmp_path / "n.csv")]) == 0
+    assert (tmp_path / "n.csv").read_text().splitlines() == ['"run_id","n"', '"a",3', '"b",2']
+    for bad, message in ((["-o", str(tmp_path / "n.txt")], "give a .csv or .json file"),
+                         (["-o", str(tmp_path / "x.csv"), "--format", "json"],
+                          "says csv but --format is json"),
+                         (["-o", str(tmp_path / "x.csv"), "--format", "table"],
+                          "the table format prints to the terminal")):
+        assert main(["sql", sql, "--db", str(runs), *bad]) == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "n.txt").exists() and not (tmp_path / "x.csv").exists()
+
+
+def test_a_folder_query_skips_runs_still_being_written(runs, capsys):
+    """Real second process holding b.duckdb's write lock (a run training): the folder query
+    answers from a.duckdb and names b; naming b itself stays an error."""
+    busy = runs / "b.duckdb"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+         "print('ready', flush=True); time.sleep(60)", str(busy)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        code = main(["sql", "SELECT run_id, count(*) AS n FROM steps GROUP BY run_id",
+                     "--db", str(runs), "--format", "json"])
+        out, err = capsys.readouterr()
+        assert code == 0 and '"run_id": "a"' in out and '"b"' not in out
+        assert f"skipped {busy.resolve()}: another process is writing it" in err
+        assert main(["sql", "SELECT 1", "--db", str(busy)]) == 2
+    finally:
+        holder.kill()
+        holder.wait()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from test_train_local import data  # noqa: F401  (module fixture)
 
 from vade.tracking import NullTracker, Tracker, TrackingConfig, flatten, open_tracker
 
@@ -85,6 +86,35 @@ def test_rerun_from_step_zero_replaces_the_run_and_evaluation_keeps_its_duration
     run = client.get_run(new_id)
     assert run.data.metrics["eval/math/average_at_4"] == 40.0  # the rerun's value is shown
     assert run.info.end_time == ended and run.info.status == "FINISHED"
+
+
+def test_a_fresh_run_deletes_only_its_own_folders_runs(data, tmp_path):
+    """Two run folders, one MLflow store, one run name (two checkouts of the study): before, a
+    fresh ``vade train`` in one soft-deleted the other's run while it was still training. Real:
+    the local trainer and MLflow store; stand-in: the toy policy. The experiment is tagged as
+    model training (MLflow 3's UI then opens on runs and charts, not on GenAI traces)."""
+    from test_train_local import _cfg, _paths
+
+    from vade.train.local import train_local
+    from vade.train.local.toy import ToyPolicy
+
+    cfg = _cfg(tmp_path, steps=2)
+    # another folder's run, still RUNNING (untagged: any run this folder's tag does not name)
+    live = Tracker(cfg.tracking.mlflow_uri, "toy", "toy-grpo-vade-s0", mode="new")
+    live.log_metrics({"val/acc": 0.5}, step=1)
+    out = tmp_path / "here" / "toy-grpo-vade-s0"
+    first = train_local(cfg, _paths(data, out), progress=False, load_policy=ToyPolicy.load)
+    assert live.client.get_run(live.run_id).info.lifecycle_stage == "active"
+    second = train_local(_cfg(tmp_path, steps=2, lr=0.01), _paths(data, out), progress=False,
+                         load_policy=ToyPolicy.load)  # a changed key: a fresh start here
+    client = live.client
+    assert client.get_run(live.run_id).info.lifecycle_stage == "active"
+    assert client.get_run(live.run_id).info.status == "RUNNING"
+    assert client.get_run(first["mlflow_run_id"]).info.lifecycle_stage == "deleted"
+    mine = client.get_run(second["mlflow_run_id"])
+    assert mine.data.tags["vade_run_key"] == str(out.resolve())
+    exp = client.get_experiment_by_name("toy")
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
 
 
 def test_attach_without_a_run_creates_and_ends_one_and_modes_are_checked(tmp_path):

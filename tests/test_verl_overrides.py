@@ -136,7 +136,13 @@ def test_sampler_plugin_and_reward_load_through_verl(composed):
     from verl.trainer.ppo.reward import get_custom_reward_fn
 
     fn = get_custom_reward_fn(migrate_legacy_reward_impl(OmegaConf.create(c)))
-    assert callable(fn)
+    # called as verl's reward manager calls it: the real reward, right and wrong answers
+    info = {"answer_type": "math"}
+    right = fn("test", r"so \boxed{2\sqrt{3}}", r"\sqrt{12}", info)
+    wrong = fn("test", r"so \boxed{3\sqrt{2}}", r"\sqrt{12}", info)
+    choice = fn("test", r"\boxed{C}", "C", {"answer_type": "choice"})
+    assert (right["score"], right["acc"], wrong["score"], wrong["acc"]) == (1.0, 1.0, 0.0, 0.0)
+    assert choice["acc"] == 1.0
 
 
 def test_unknown_key_and_bad_values_fail():

@@ -136,8 +136,20 @@ def test_bad_config_fails_at_start_naming_the_key(repo: Path, tmp_path: Path, ed
     proc = dry_run(repo, "--configfile", str(bad))
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "Error validating config file" in out and message in out
+    assert "config " in out and message in out
     assert "Job stats" not in out  # stopped before scheduling anything
+    assert len(out.strip().splitlines()) <= 4, out  # a summary, not the schema and config (484)
+
+
+def test_a_key_given_twice_fails_at_start_naming_it(repo: Path, tmp_path: Path) -> None:
+    """Snakemake's YAML reader keeps the last of two equal keys; the workflow refuses them."""
+    text = (repo / "config" / "tiny.yaml").read_text()
+    bad = tmp_path / "twice.yaml"
+    bad.write_text(text.replace("\ntrain:\n", "\ntrain:\n  steps: 3\n", 1))
+    proc = dry_run(repo, "--configfile", str(bad))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "key 'steps' is given twice" in out, out
+    assert "Job stats" not in out
 
 
 def test_lint_is_clean(repo: Path) -> None:

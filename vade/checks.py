@@ -18,6 +18,11 @@ __all__ = ["check_bool", "check_choice", "check_float", "check_int", "check_numb
            "reject_unknown"]
 
 
+def _finite(value: Any) -> bool:
+    """Python integers are finite at any size (numpy's isfinite fails on ones past 64 bits)."""
+    return isinstance(value, (int, np.integer)) or bool(np.isfinite(value))
+
+
 def check_number(name: str, value: Any, lo: float, hi: float, *, lo_open: bool = False,
                  integer: bool = False) -> Any:
     """``value`` if lo <= value <= hi (lo < value if ``lo_open``); an integer if ``integer``.
@@ -25,7 +30,7 @@ def check_number(name: str, value: Any, lo: float, hi: float, *, lo_open: bool =
     kind = "an integer" if integer else "a number"
     ok_type = isinstance(value, (int, np.integer)) if integer else isinstance(
         value, (int, float, np.integer, np.floating))
-    if isinstance(value, bool) or not ok_type or not np.isfinite(value):
+    if isinstance(value, bool) or not ok_type or not _finite(value):
         raise ValueError(f"{name} must be {kind}, got {value!r}")
     if value < lo or value > hi or (lo_open and value == lo):
         left = "(" if lo_open else "["

@@ -18,7 +18,40 @@ from typing import Any
 
 import yaml
 
-__all__ = ["add_config_arguments", "load_config", "section"]
+__all__ = ["add_config_arguments", "load_config", "read_yaml", "section"]
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last
+    value silently, so a pasted block would override an edited one unseen)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key '{key}' is given twice (lines {seen[key]} and {line})",
+                    key_node.start_mark)
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """A YAML file's value, strictly: a duplicate key or invalid YAML is a ValueError naming the
+    file, the key and the lines."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"config file not found: {path}")
+    try:
+        return yaml.load(path.read_text(), Loader=_StrictLoader)  # noqa: S506 - a safe loader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ValueError(f"{path} is not valid YAML: {exc.problem}{where}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path} is not valid YAML: {' '.join(str(exc).split())}") from None
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -38,14 +71,8 @@ def load_config(args: argparse.Namespace) -> dict[str, Any]:
             raise ValueError(f"--config-json is not valid JSON: {exc}") from None
         source = "--config-json"
     elif getattr(args, "config", None):
-        path = Path(args.config)
-        if not path.is_file():
-            raise FileNotFoundError(f"config file not found: {path}")
-        try:
-            value = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as exc:
-            raise ValueError(f"{path} is not valid YAML: {exc}") from None
-        source = str(path)
+        value = read_yaml(args.config)
+        source = str(args.config)
     else:
         return {}
     if value is None:
@@ -56,13 +83,17 @@ def load_config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def section(config: Mapping[str, Any], name: str, *, required: bool = True) -> dict[str, Any]:
-    """``config[name]`` as a dict; a clear error when it is missing or not a mapping."""
+    """``config[name]`` as a dict; a clear error when it is missing or not a mapping. A section
+    written but left empty (``train:`` or ``train: null``) is an error when it is required: it
+    usually means its block was lost (an indentation slip), not that defaults were wanted."""
     if name not in config:
         if required:
             raise ValueError(f"config has no '{name}' section (keys: {sorted(config)})")
         return {}
     value = config[name]
     if value is None:
+        if required:
+            raise ValueError(f"config section '{name}' is empty (null); give its keys")
         return {}
     if not isinstance(value, dict):
         raise ValueError(f"config key '{name}' must be a mapping, got {type(value).__name__}")

@@ -6,8 +6,10 @@ resume. The MLflow UI must show what the DuckDB history holds, so how a run is o
 happened to the outputs (``mode``):
 
 * ``new`` -- a training run started from step 0 (Snakemake reran it, so its history and model were
-  replaced): earlier MLflow runs of that name are deleted (soft: MLflow's "deleted" view keeps
-  them) and a fresh run starts, with its own start time.
+  replaced): earlier MLflow runs of that name *and that run folder* (``key``, the tag
+  ``vade_run_key``: the folder's absolute path) are deleted (soft: MLflow's "deleted" view keeps
+  them) and a fresh run starts, with its own start time. A run of the same name written by another
+  folder (another checkout, a copy of the study) sharing the store is never touched.
 * ``resume`` -- a run resumed from a checkpoint: the same MLflow run (found by its run name = the
   run id) is reopened and metrics at steps it already holds are dropped. MLflow keeps every logged
   value, so replayed steps would otherwise show twice; the local trainer is deterministic, so a
@@ -15,6 +17,9 @@ happened to the outputs (``mode``):
 * ``attach`` -- evaluation adds to a finished training run: values are logged as given (a newer
   value at a step replaces the shown one), and the run's status and end time are left alone, so
   its duration stays the training's.
+
+The experiment is tagged ``mlflow.experimentKind = custom_model_development``, so MLflow 3's UI
+opens it on runs and charts (model training), not on the GenAI traces view.
 
 verl's own MLflow logger uses the same layout (experiment = ``trainer.project_name``, run name =
 ``trainer.experiment_name``), so both backends land side by side in one experiment.
@@ -35,6 +40,8 @@ from vade.checks import check_bool, reject_unknown
 __all__ = ["MODES", "NullTracker", "Tracker", "TrackingConfig", "flatten", "open_tracker"]
 
 _SQLITE = "sqlite:///"
+KEY_TAG = "vade_run_key"  # the run folder that owns an MLflow run (Tracker's ``key``)
+_KIND = ("mlflow.experimentKind", "custom_model_development")
 
 
 @dataclass(frozen=True)
@@ -135,7 +142,8 @@ def _first_use_lock(uri: str) -> Iterator[None]:
 class Tracker(NullTracker):
     """One MLflow run named ``run_name`` in ``experiment``, opened as ``mode`` says (module doc)."""
 
-    def __init__(self, uri: str, experiment: str, run_name: str, mode: str = "resume") -> None:
+    def __init__(self, uri: str, experiment: str, run_name: str, mode: str = "resume",
+                 key: str | None = None) -> None:
         from mlflow.tracking import MlflowClient
 
         if mode not in MODES:
@@ -150,10 +158,14 @@ class Tracker(NullTracker):
             self.client = MlflowClient(tracking_uri=uri)
             exp = self.client.get_experiment_by_name(experiment)
             exp_id = (exp.experiment_id if exp is not None
-                      else self.client.create_experiment(experiment, artifact_location=artifacts))
-        quoted = run_name.replace("'", "\\'")
-        found = self.client.search_runs([exp_id], f"attributes.run_name = '{quoted}'",
-                                        order_by=["attributes.start_time DESC"])
+                      else self.client.create_experiment(experiment, artifact_location=artifacts,
+                                                         tags=dict([_KIND])))
+            if exp is not None and exp.tags.get(_KIND[0]) is None:
+                self.client.set_experiment_tag(exp_id, *_KIND)
+        query = f"attributes.run_name = '{_quote(run_name)}'"
+        if key is not None:  # only this folder's runs (module doc)
+            query += f" and tags.{KEY_TAG} = '{_quote(key)}'"
+        found = self.client.search_runs([exp_id], query, order_by=["attributes.start_time DESC"])
         if mode == "new":
             for stale in found:
                 self.client.delete_run(stale.info.run_id)
@@ -162,7 +174,9 @@ class Tracker(NullTracker):
         self._params: dict[str, str] = {}
         self._last_step: dict[str, int] = {}
         if not found:
-            self.run_id = self.client.create_run(exp_id, run_name=run_name).info.run_id
+            self.run_id = self.client.create_run(
+                exp_id, run_name=run_name,
+                tags={KEY_TAG: key} if key is not None else None).info.run_id
             return
         run = found[0]
         self.run_id = run.info.run_id
@@ -205,9 +219,13 @@ class Tracker(NullTracker):
             self.client.set_terminated(self.run_id, status=status)
 
 
+def _quote(value: str) -> str:
+    return value.replace("'", "\\'")
+
+
 def open_tracker(config: TrackingConfig, name: str, run_name: str,
-                 mode: str = "resume") -> NullTracker:
+                 mode: str = "resume", key: str | None = None) -> NullTracker:
     """The tracker the config asks for: MLflow, or a ``NullTracker`` when disabled."""
     if not config.enabled:
         return NullTracker()
-    return Tracker(config.uri_for(name), config.experiment_for(name), run_name, mode)
+    return Tracker(config.uri_for(name), config.experiment_for(name), run_name, mode, key)

@@ -76,9 +76,6 @@ def example_from_row(row: dict[str, Any]) -> Example:
 
 def read_examples(path: str | Path) -> list[Example]:
     """All rows of one verl parquet file, in file order."""
-    import pyarrow.parquet as pq
+    from vade.data.parquet_read import read_table
 
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"parquet file not found: {path}")
-    return [example_from_row(r) for r in pq.read_table(path).to_pylist()]
+    return [example_from_row(r) for r in read_table(path).to_pylist()]

@@ -26,8 +26,22 @@ STORAGE_VERSION = "v1.0.0"
 
 
 def connect_for_writing(path: str | Path) -> duckdb.DuckDBPyConnection:
-    """Open (or create) the database file ``path`` read-write in the v1.0.0 storage format."""
-    return duckdb.connect(str(path), config={"storage_compatibility_version": STORAGE_VERSION})
+    """Open (or create) the database file ``path`` read-write in the v1.0.0 storage format.
+
+    A file another process holds (a training, ``vade sql``, an open DuckDB shell) or a file that
+    is not a readable DuckDB database is a ValueError naming the file and what to do, not
+    DuckDB's traceback."""
+    try:
+        return duckdb.connect(str(path),
+                              config={"storage_compatibility_version": STORAGE_VERSION})
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0]
+        if "lock" in first.lower():
+            raise ValueError(f"{path} is open in another process ({first.split(': ', 1)[-1]}): "
+                             "let it finish or close it (a vade sql query, a DuckDB shell), "
+                             "then rerun") from None
+        raise ValueError(f"{path} is not a readable DuckDB database ({first}): move it away "
+                         "and rerun the step that writes it") from None
 
 
 def storage_version(con: duckdb.DuckDBPyConnection) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import glob
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -47,23 +48,31 @@ class ReadOnlyError(ValueError):
     """A statement that a sealed, read-only connection will not run."""
 
 
-def expand_paths(patterns: Iterable[str | Path]) -> list[Path]:
-    """Files named by paths, directories (every ``*.duckdb`` below) or glob patterns."""
-    found: list[Path] = []
+def _expand(patterns: Iterable[str | Path]) -> dict[Path, bool]:
+    """``{file: named explicitly}`` for paths, directories (every ``*.duckdb`` below) or globs."""
+    found: dict[Path, bool] = {}
+    patterns = list(patterns)
     for pattern in patterns:
         p = Path(pattern)
         if p.is_dir():
-            found.extend(sorted(p.rglob("*.duckdb")))
+            many = sorted(p.rglob("*.duckdb"))
         elif any(ch in str(pattern) for ch in "*?["):
-            found.extend(Path(x) for x in sorted(glob.glob(str(pattern), recursive=True)))
+            many = [Path(x) for x in sorted(glob.glob(str(pattern), recursive=True))]
         elif p.is_file():
-            found.append(p)
+            found[p.resolve()] = True
+            continue
         else:
             raise FileNotFoundError(f"no run database at {p}")
-    unique = list(dict.fromkeys(f.resolve() for f in found))
-    if not unique:
+        for f in many:
+            found.setdefault(f.resolve(), False)
+    if not found:
         raise FileNotFoundError(f"no *.duckdb files match {[str(x) for x in patterns]}")
-    return unique
+    return found
+
+
+def expand_paths(patterns: Iterable[str | Path]) -> list[Path]:
+    """Files named by paths, directories (every ``*.duckdb`` below) or glob patterns."""
+    return list(_expand(patterns))
 
 
 def seal(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -77,28 +86,49 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def open_catalog(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
+def open_catalog(paths: Sequence[str | Path], *, memory_limit: str | None = None,
+                 skipped: list[Path] | None = None) -> duckdb.DuckDBPyConnection:
     """All given files attached read-only to an in-memory DuckDB, then sealed: each table as a
     union over the files that hold it, and the history views when run files are among them.
+
+    A file found through a directory or glob that another process is writing (a run still
+    training) is left out and appended to ``skipped``, so a whole-folder query reads the finished
+    runs; a file named explicitly is an error. ``memory_limit`` (DuckDB's syntax, ``4GB``) caps
+    the query's memory; with no spill files a query over it fails instead of filling the disk.
 
     In-memory (not the first file as the main database) because DuckDB caches instances per
     file: a second catalog on the same file would get the first one's locked instance.
     """
     con = duckdb.connect(":memory:")
+    if memory_limit is not None:
+        try:
+            con.execute(f"SET memory_limit = '{memory_limit.replace(chr(39), '')}'")
+        except duckdb.Error as exc:
+            con.close()
+            raise ValueError(f"--memory-limit {memory_limit!r}: "
+                             f"{str(exc).splitlines()[0]}") from None
     aliases = []
-    for i, path in enumerate(expand_paths(paths)):
-        alias = f"run_file_{i}"
+    for path, explicit in _expand(paths).items():
+        alias = f"run_file_{len(aliases)}"
         try:
             con.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS {alias} "
                         "(READ_ONLY)")
-        except duckdb.IOException as exc:
+        except duckdb.Error as exc:
+            busy = "lock" in str(exc).lower()
+            if busy and not explicit and skipped is not None:
+                skipped.append(path)
+                continue
             con.close()
-            if "lock" not in str(exc).lower():
-                raise ValueError(f"cannot open {path}: {exc}") from None
+            if not busy:
+                raise ValueError(f"cannot open {path}: {str(exc).splitlines()[0]}") from None
             raise ValueError(f"cannot open {path}: another process is writing it (a run or "
                              "evaluation still in progress); query it once that process has "
                              "finished, or leave it out of --db") from None
         aliases.append(alias)
+    if not aliases:
+        con.close()
+        raise ValueError("every run database matched is being written by another process: "
+                         + ", ".join(map(str, skipped or [])))
     holders: dict[str, list[str]] = {}  # table -> the files that have it
     for alias in aliases:
         for (table,) in con.execute(
@@ -124,9 +154,10 @@ def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
     return open_catalog([p])
 
 
-def connect(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
-    """The sealed, read-only catalog over the files the paths name (one file or many)."""
-    return open_catalog(paths)
+def connect(paths: Sequence[str | Path], **options: Any) -> duckdb.DuckDBPyConnection:
+    """The sealed, read-only catalog over the files the paths name (one file or many);
+    ``options`` go to :func:`open_catalog`."""
+    return open_catalog(paths, **options)
 
 
 def check_select_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:

@@ -42,10 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import importlib
 
-    from vade.config_io import load_config
+    from vade.config_io import load_config, section
     from vade.train.config import BACKENDS, TrainConfig
 
     config = load_config(args)
+    train = section(config, "train")  # required: an empty or lost block must not mean defaults
+    if args.backend is None and "backend" not in train:
+        raise ValueError("train.backend is required (local or verl), or give --backend")
     cfg = TrainConfig.from_config(config, backend=args.backend, algorithm=args.algorithm,
                                   method=args.method, seed=args.seed)
     try:

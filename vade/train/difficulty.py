@@ -17,12 +17,12 @@ __all__ = ["initial_alpha_beta"]
 
 def initial_alpha_beta(path: str | Path, sample_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """alpha = r, beta = G - r per dataset position, from ``initial.parquet``."""
-    import pyarrow.parquet as pq
+    from vade.data.parquet_read import read_table
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"initial difficulty file not found: {path}")
-    table = pq.read_table(path)
+    table = read_table(path)
     missing = {"sample_id", "correct", "rollouts"} - set(table.column_names)
     if missing:
         raise ValueError(f"{path}: missing column(s) {sorted(missing)}")

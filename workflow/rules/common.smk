@@ -9,18 +9,34 @@ import os
 import sys
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.utils import validate
 
-validate(config, schema="../schemas/config.schema.yaml")
-
-NAME = config["name"]
 ROOT = Path(workflow.basedir)
-# The method table (vade/methods.py: standard library only) from this checkout; appended, so it
-# shadows nothing installed.
+# The method table and the config reader (vade/methods.py, vade/config_io.py: standard library
+# and PyYAML only) from this checkout; appended, so it shadows nothing installed.
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 from vade import methods as METHODS
+from vade.config_io import read_yaml
+
+for _file in workflow.configfiles:  # Snakemake's YAML reader keeps the last of duplicate keys
+    try:
+        read_yaml(_file)
+    except ValueError as exc:
+        raise WorkflowError(str(exc)) from None
+try:
+    validate(config, schema="../schemas/config.schema.yaml")
+except WorkflowError as exc:  # Snakemake's message prints the whole schema and config: one line
+    cause = exc.__context__  # jsonschema's ValidationError (Snakemake formats it into the text)
+    if not hasattr(cause, "absolute_path"):
+        raise
+    where = ".".join(str(p) for p in cause.absolute_path) or "(top level)"
+    raise WorkflowError(f"config {where}: {cause.message} (schema: "
+                        "workflow/schemas/config.schema.yaml)") from None
+
+NAME = config["name"]
 DATA = f"data/{NAME}"
 RESULTS = f"results/{NAME}"
 REPORTS = f"reports/{NAME}"

@@ -43,11 +43,9 @@ class RunPaths:
 
 def count_rows(path: Path) -> int:
     """Rows of a parquet file from its footer (cheap: no data is read)."""
-    import pyarrow.parquet as pq
+    from vade.data.parquet_read import num_rows
 
-    if not path.is_file():
-        raise FileNotFoundError(f"parquet file not found: {path}")
-    return int(pq.ParquetFile(path).metadata.num_rows)
+    return num_rows(path)
 
 
 def check_train_rows(examples: list[Any]) -> None:

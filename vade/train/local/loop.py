@@ -33,25 +33,9 @@ from vade.train.config import TrainConfig
 from vade.train.local.inputs import RunPaths
 from vade.train.local.timing import PHASES, Phases
 
-__all__ = ["RESUME_MAY_CHANGE", "train_local"]
+__all__ = ["train_local"]
 
-# Settings a resumed run may change without changing the trajectory of the steps it replays.
-RESUME_MAY_CHANGE = {"steps", "val_every", "val_before_train", "checkpoint_every",
-                     "keep_checkpoints", "threads", "tracking", "backend", "verl"}
 _VAL_STREAM = 1_000_003  # seed-stream id of validation generations (apart from steps)
-
-
-def _fingerprint(cfg: TrainConfig) -> dict[str, Any]:
-    return {k: v for k, v in cfg.to_dict().items() if k not in RESUME_MAY_CHANGE}
-
-
-def _check_resume(saved: dict[str, Any], cfg: TrainConfig, path: Path) -> None:
-    now = _fingerprint(cfg)
-    for key in sorted(set(saved) | set(now)):
-        if saved.get(key) != now.get(key):
-            raise ValueError(f"checkpoint {path} was written with train {key} = "
-                             f"{saved.get(key)!r}, this run has {now.get(key)!r}: resume with "
-                             "the same config, or start a new --out folder")
 
 
 def _write_json(path: Path, value: dict[str, Any]) -> None:
@@ -93,23 +77,10 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
     ``LocalPolicy.load``: the tiny/pretrained Qwen2.5-VL via ``vade.models``; tests and the
     plumbing benchmark may pass ``vade.train.local.toy.ToyPolicy.load``).
     """
-    from tqdm import tqdm
-
     from vade.data.records import read_examples
-    from vade.provenance import code_version
-    from vade.sampling import make_sampler
-    from vade.store import RunStore
-    from vade.tracking import open_tracker
-    from vade.train.checkpoint import (
-        capture_rng,
-        latest_checkpoint,
-        load_checkpoint,
-        restore_rng,
-        save_checkpoint,
-    )
     from vade.train.local.inputs import check_train_rows, count_rows, load_initial_difficulty
     from vade.train.local.policy import LocalPolicy
-    from vade.train.recorder import RunRecorder
+    from vade.train.run_folder import RunLock
 
     # ---- inputs, checked before any model is loaded
     n_train = count_rows(paths.train)
@@ -124,11 +95,27 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
     alpha = beta = None
     if cfg.needs_difficulty:
         alpha, beta = load_initial_difficulty(paths.difficulty, n_train)
-    paths.out.mkdir(parents=True, exist_ok=True)
-    (paths.out / "done.json").unlink(missing_ok=True)
+    with RunLock(paths.out):  # one writer per folder, from here to done.json
+        return _train(cfg, paths, progress=progress, crash_after_step=crash_after_step,
+                      load_policy=load_policy or LocalPolicy.load, examples=examples,
+                      val_examples=val_examples, alpha=alpha, beta=beta)
 
+
+def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_step: int | None,
+           load_policy: Callable[[str, TrainConfig], Any], examples: list[Any],
+           val_examples: list[Any], alpha: np.ndarray | None, beta: np.ndarray | None,
+           ) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from vade.provenance import code_version
+    from vade.sampling import make_sampler
+    from vade.train.checkpoint import capture_rng, save_checkpoint
+    from vade.train.local.resume import budget_spent, checkpoint_info
+    from vade.train.local.start import open_run
+
+    n_train = len(examples)
     _setup_torch(cfg)
-    policy = (load_policy or LocalPolicy.load)(paths.model, cfg)
+    policy = load_policy(paths.model, cfg)
     vade_prior = cfg.sampler_method != "vanilla"
     sampler = make_sampler(cfg.sampler_method, n_train, cfg.batch_size, seed=cfg.seed,
                            lambda1=cfg.sampler.lambda1, lambda2=cfg.sampler.lambda2,
@@ -139,27 +126,13 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
         from vade.train.local.diva import DivaShaper
 
         shaper = DivaShaper.from_difficulty(examples, alpha, beta, cfg.seed, cfg.diva)
-    state: dict[str, Any] = {"step": 0, "rollouts_cumulative": 0, "val": {}}
-    ckpt = latest_checkpoint(paths.checkpoints) if cfg.checkpoint_every else None
-    if ckpt is not None:
-        saved = load_checkpoint(ckpt)
-        _check_resume(saved["config"], cfg, ckpt)
-        policy.load_state_dict(saved["policy"])
-        sampler.load_state_dict(saved["sampler"])
-        if shaper is not None:
-            shaper.load_state_dict(saved["diva"])
-        restore_rng(saved["rng"])
-        state = {k: saved[k] for k in ("step", "rollouts_cumulative", "val")}
-
+    # the resume decision, the folder's cleanup and the store and tracker (vade.train.local.start)
+    run = open_run(cfg, paths, policy=policy, sampler=sampler, shaper=shaper)
+    state, store, recorder = run.state, run.store, run.recorder
     run_id = paths.run_id
-    store = RunStore(paths.history, run_id, snapshot_every=cfg.sampler.snapshot_every)
-    # A restart from step 0 replaced the run's outputs: a new MLflow run, not the old one reopened.
-    recorder = RunRecorder(store, open_tracker(cfg.tracking, cfg.name, run_id,
-                                               mode="resume" if ckpt is not None else "new"))
     status = "FAILED"
     try:
         store.start_run(method=cfg.method, sampler_config=sampler.config, config=cfg.to_dict())
-        store.truncate_after(state["step"])
         if state["step"] == 0:
             store.log_initial_state(alpha if vade_prior else None,
                                     beta if vade_prior else None, n_samples=n_train)
@@ -188,7 +161,7 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
         timing: dict[str, list[float]] = {k: [] for k in PHASES}  # per step, this process
         for step in bar:
             phases = Phases()
-            if _budget_spent(cfg, state["rollouts_cumulative"]):
+            if budget_spent(cfg, state["rollouts_cumulative"]):
                 break  # a resumed DAPO run that had already stopped at the rollout cap
             metrics, obs, sampler_s, generated = _train_step(
                 cfg, policy, sampler, examples, step,
@@ -197,7 +170,7 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
             state["rollouts_cumulative"] += generated
             generated_here += generated
             metrics["vade/rollouts_cumulative"] = float(state["rollouts_cumulative"])
-            last = step == cfg.steps or _budget_spent(cfg, state["rollouts_cumulative"])
+            last = step == cfg.steps or budget_spent(cfg, state["rollouts_cumulative"])
             if cfg.val_every and step % cfg.val_every == 0 or last:
                 with phases.time("validate"):
                     state["val"][step] = _validate(policy.engine, val_examples, cfg, step)
@@ -216,10 +189,11 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
             if cfg.checkpoint_every and (step % cfg.checkpoint_every == 0 or last):
                 with phases.time("checkpoint"):
                     save_checkpoint(paths.checkpoints, step, {
-                        "config": _fingerprint(cfg), "policy": policy.state_dict(),
+                        "policy": policy.state_dict(),
                         "sampler": sampler.state_dict(), "rng": capture_rng(), **state,
                         **({"diva": shaper.state_dict()} if shaper is not None else {}),
-                    }, keep=cfg.keep_checkpoints)
+                    }, keep=cfg.keep_checkpoints, info=checkpoint_info(
+                        cfg, state["val"], state["rollouts_cumulative"]))
             for phase in PHASES:
                 timing[phase].append(phases.seconds.get(phase, 0.0))
             elapsed = time.perf_counter() - t_run
@@ -239,7 +213,7 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
         done = {
             "run_id": run_id, "method": cfg.method, "algorithm": cfg.algorithm,
             "seed": cfg.seed, "backend": "local", "steps": state["step"],
-            "stopped_by": "completed" if state["step"] == cfg.steps else "rollout_cap",
+            "stopped_by": _stopped_by(cfg, state),
             "rollouts_cumulative": int(state["rollouts_cumulative"]),
             "effective_ratio_mean": float(np.mean(eff)) if eff else None,
             "val_acc": {str(k): v for k, v in sorted(state["val"].items())},
@@ -256,10 +230,17 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
     return done
 
 
-def _budget_spent(cfg: TrainConfig, rollouts: int) -> bool:
-    """DAPO only: the run's rollout budget cannot pay for one more plain batch."""
-    return (cfg.method == "dapo"
-            and cfg.rollout_budget - rollouts < cfg.batch_size * cfg.rollouts_per_prompt)
+def _stopped_by(cfg: TrainConfig, state: dict[str, Any]) -> str:
+    """Why the run ended: its last step, or (DAPO) a rollout budget that cannot pay for another
+    batch. Anything else is a bug, not a result to record."""
+    from vade.train.local.resume import budget_spent
+
+    if state["step"] == cfg.steps:
+        return "completed"
+    if budget_spent(cfg, state["rollouts_cumulative"]):
+        return "rollout_cap"
+    raise RuntimeError(f"the run ended at step {state['step']} of train.steps = {cfg.steps} "
+                       "without a reason (a bug: please report it)")
 
 
 def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any],

@@ -62,8 +62,8 @@ def test_pixel_limits_hold_in_a_vllm_chat_request_built_on_cpu(monkeypatch):
     lmms-eval builds it (its chat task's user turn and ChatMessages.to_openai_messages, real); no
     model runs."""
     import base64
-    import io
     import importlib.util
+    import io
 
     from lmms_eval.api.task import ConfigurableMessagesTask
     from lmms_eval.protocol import ChatMessages

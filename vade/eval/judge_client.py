@@ -69,8 +69,7 @@ def chat(prompt: str, *, max_tokens: int = MAX_TOKENS) -> str:
     if not base or not model:
         raise JudgeError("no judge endpoint: OPENAI_API_URL and MODEL_VERSION are unset "
                          "(vade evaluate sets them from evaluate.judge)")
-    if base.endswith("/chat/completions"):
-        base = base[:-len("/chat/completions")]
+    base = base.removesuffix("/chat/completions")
     body = json.dumps({"model": model, "messages": [{"role": "user", "content": prompt}],
                        "temperature": 0.0, "max_tokens": max_tokens}).encode("utf-8")
     headers = {"Content-Type": "application/json",

@@ -110,9 +110,8 @@ def too_costly(expr: Any) -> bool:
             if arg.has(sympy.exp, sympy.Pow) or any(abs(a) > MAX_POWER
                                                      for a in arg.atoms(sympy.Number)):
                 return True
-        elif isinstance(node, (sympy.Product, sympy.Sum, sympy.Integral, sympy.Limit)):
-            return True
-        elif isinstance(node, sympy.Integer) and abs(node) > 10 ** MAX_INTEGER_DIGITS:
+        elif isinstance(node, (sympy.Product, sympy.Sum, sympy.Integral, sympy.Limit)) or (
+                isinstance(node, sympy.Integer) and abs(node) > 10 ** MAX_INTEGER_DIGITS):
             return True
     return False
 

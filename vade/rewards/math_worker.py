@@ -98,25 +98,19 @@ class MathWorker:
 
 
 _WORKER: MathWorker | None = None
+_WORKER_PID = -1
 _WORKER_LOCK = threading.Lock()
 
 
 def bounded_compare(gold: str, pred: str) -> bool:
-    """The process's shared worker (started on first use, after a fork: a new one)."""
-    global _WORKER
+    """``MathWorker.compare`` on the process's shared worker (started on first use; a forked
+    child starts its own)."""
+    global _WORKER, _WORKER_PID
     with _WORKER_LOCK:
         if _WORKER is None or _WORKER_PID != os.getpid():
-            _set_worker(MathWorker())
+            _WORKER, _WORKER_PID = MathWorker(), os.getpid()
         worker = _WORKER
     return worker.compare(gold, pred)
-
-
-_WORKER_PID = -1
-
-
-def _set_worker(worker: MathWorker) -> None:
-    global _WORKER, _WORKER_PID
-    _WORKER, _WORKER_PID = worker, os.getpid()
 
 
 def main() -> int:

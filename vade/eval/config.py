@@ -2,8 +2,9 @@
 
 ``kind: synthetic`` evaluates on local lmms-eval tasks generated over
 ``data/<name>/eval/<domain>.parquet`` (one benchmark per domain, score = the training reward's
-accuracy). ``kind: paper`` runs lmms-eval's own tasks (plus the reasoning-length variants shipped
-in ``vade/eval/tasks``) named in ``benchmarks``; the LLM judge is the ``judge`` block.
+accuracy). ``kind: paper`` runs the tasks named in ``benchmarks`` (default: ours in
+``vade/eval/tasks``, scored as each benchmark's official code scores it; ``mathverse_subset`` and
+``mathvision_variant`` pick among them); the LLM judge is the ``judge`` block.
 average@k: ``repeats`` runs with seeds ``seed, seed+1, ...`` and sampling ``temperature``
 (lmms-eval's ``--repeats`` does not aggregate generation tasks, so each repeat is a full run).
 """

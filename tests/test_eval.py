@@ -215,13 +215,15 @@ def test_evaluate_runs_lmms_eval_k_times_and_stores_rows(tiny_model, tmp_path, m
     write_eval_set(data / "eval" / "math.parquet")
     seen: list[tuple[str, str, int]] = []
 
-    def stub_score(data_source, solution_str, ground_truth, extra_info=None, **kw):
-        # the real reward would give a random tiny model 0 everywhere; this one proves the wiring:
-        # correct exactly for even row indices -> 2 of 4 rows -> 50%
-        seen.append((solution_str, ground_truth, extra_info["index"]))
-        return {"score": 0.0, "acc": 1.0 if extra_info["index"] % 2 == 0 else 0.0}
+    real_score = vade.rewards.compute_score
 
-    monkeypatch.setattr(vade.rewards, "compute_score", stub_score)
+    def spy(data_source, solution_str, ground_truth, extra_info=None, **kw):
+        # the real reward, recorded: which response was scored against which gold (a nonzero
+        # score through the real reward: test_eval_repeats.py)
+        seen.append((solution_str, ground_truth, extra_info["index"]))
+        return real_score(data_source, solution_str, ground_truth, extra_info, **kw)
+
+    monkeypatch.setattr(vade.rewards, "compute_score", spy)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "evaltest")
     out = tmp_path / "eval" / "tiny-grpo-vade-s0.duckdb"
@@ -232,9 +234,13 @@ def test_evaluate_runs_lmms_eval_k_times_and_stores_rows(tiny_model, tmp_path, m
     con = duckdb.connect(str(out), read_only=True)
     rows = con.execute("SELECT run_id, model, algorithm, method, seed, benchmark, repeat, "
                        "seed_eval, score, n, task FROM eval_results ORDER BY repeat").fetchall()
-    assert rows == [("tiny-grpo-vade-s0", "tiny", "grpo", "vade", 0, "math", r, 5 + r, 50.0, 4,
-                     "vade_math") for r in (0, 1)]
-    assert con.execute("SELECT k, score FROM eval_average").fetchone() == (2, 50.0)
+    # each repeat's score is the real reward's mean over that repeat's responses, in percent
+    expected = [100.0 * sum(real_score("synthetic/math", sol, gt, {"answer_type": "number"})["acc"]
+                            for sol, gt, _ in seen[r * N_ROWS:(r + 1) * N_ROWS]) / N_ROWS
+                for r in (0, 1)]
+    assert rows == [("tiny-grpo-vade-s0", "tiny", "grpo", "vade", 0, "math", r, 5 + r,
+                     expected[r], 4, "vade_math") for r in (0, 1)]
+    assert con.execute("SELECT k, score FROM eval_average").fetchone() == (2, sum(expected) / 2)
     # every row scored once per repeat, with its own ground truth
     assert sorted((gt, idx) for _, gt, idx in seen) == sorted(
         [(str(i + 1), 1000 + i) for i in range(N_ROWS)] * 2)
@@ -248,7 +254,7 @@ def test_evaluate_runs_lmms_eval_k_times_and_stores_rows(tiny_model, tmp_path, m
     exp = client.get_experiment_by_name("evaltest")
     (run,) = client.search_runs([exp.experiment_id])
     assert run.info.run_name == "tiny-grpo-vade-s0"
-    assert run.data.metrics["eval/math/average_at_2"] == pytest.approx(50.0)
+    assert run.data.metrics["eval/math/average_at_2"] == pytest.approx(sum(expected) / 2)
     hist = client.get_metric_history(run.info.run_id, "eval/math/score")
     assert sorted(m.step for m in hist) == [0, 1]
     # a base model's evaluation is a run of its own, with what was evaluated as params and tags
@@ -304,5 +310,8 @@ def test_paper_benchmarks_resolve_to_lmms_eval_tasks_and_shipped_variants():
     for path in sorted(SHIPPED_TASKS.glob("*.yaml")):
         cfg = load_yaml_config(str(path), mode="full")  # resolves every !function
         assert cfg["generation_kwargs"]["max_new_tokens"] >= 1024, path.name
-        assert cfg["process_results"].__name__.endswith("reasoning_process_results")
-        assert "boxed" in cfg["lmms_eval_specific_kwargs"]["default"]["post_prompt"]
+        hook = cfg["process_results"]
+        assert hook.__module__ in ("reasoning_utils", "judged_utils"), path.name
+        kwargs = cfg.get("lmms_eval_specific_kwargs", {}).get("default", {})
+        post = kwargs.get("post_prompt") or hook.__globals__["POST_PROMPT"]
+        assert "boxed" in post, path.name

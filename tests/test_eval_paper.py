@@ -19,24 +19,110 @@ def paper_evaluate() -> dict:
 
 
 def test_all_three_math_benchmarks_are_judged_like_the_paper():
-    judged = {b.name: (b.task, b.metric, b.scale) for b in PAPER_BENCHMARKS if b.judge}
+    judged = {b.name: (b.task, b.metric, b.scale, b.items) for b in PAPER_BENCHMARKS if b.judge}
     assert judged == {
-        "MathVista": ("mathvista_testmini_cot", "llm_as_judge_eval", 1.0),
-        "MathVerse": ("mathverse_testmini_vision", "gpt_eval_score", 100.0),
-        "MathVision": ("mathvision_reason_testmini", "llm_as_judge_eval", 100.0)}
+        "MathVista": ("vade_mathvista_testmini", "accuracy", 100.0, 1000),
+        "MathVerse": ("vade_mathverse_testmini", "accuracy", 100.0, 3940),
+        "MathVision": ("vade_mathvision_testmini", "accuracy", 100.0, 304)}
+    rule = EvaluateConfig.from_dict({"kind": "paper", "mathvision_variant": "rule"})
+    vision = {b.name: b for b in rule.benchmarks}["MathVision"]
+    assert (vision.task, vision.judge) == ("vade_mathvision_testmini_rule", False)
 
 
-def test_mathvision_reason_metric_is_a_mean_of_zero_one(monkeypatch):
-    """Why scale 100: lmms-eval's judged MathVision scores each item 0 or 1 and averages."""
-    from lmms_eval.tasks.mathvision import utils
+def test_mathvision_metric_is_a_mean_of_zero_one_over_both_verdicts(monkeypatch):
+    """Why scale 100: our MathVision task scores each item 0 or 1 (lmms-eval averages). Both
+    verdicts and a malformed one go through the task's real hook, judge client and parser;
+    the judge model is a scripted server on 127.0.0.1."""
+    import importlib.util
 
-    class Judged:
-        is_correct = True
+    from judge_stub import ScriptedJudge
 
-    # the judge's verdict stands in (no server); lmms-eval's aggregation is real
-    monkeypatch.setattr(utils, "_get_pipeline", lambda: (lambda **kw: Judged()))
-    doc = {"answer": "3", "question": "q"}
-    assert utils.mathvision_gpt_eval_process_results(doc, ["x"]) == {"llm_as_judge_eval": 1.0}
+    from vade.eval.taskgen import SHIPPED_TASKS
+
+    spec = importlib.util.spec_from_file_location("ju", SHIPPED_TASKS / "judged_utils.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    judge = ScriptedJudge([("Extracted Answer: ", "3"),
+                           ("RIGHT", "1"), ("WRONG", "0"), ("GARBLED", "1, probably")])
+    monkeypatch.setenv("OPENAI_API_URL", judge.url)
+    monkeypatch.setenv("MODEL_VERSION", "judge")
+    try:
+        scores = [hooks.mathvision_judge_process_results(
+            {"answer": "3", "question": f"{tag} q", "options": []}, ["... so 3"])
+            for tag in ("RIGHT", "WRONG", "GARBLED")]
+    finally:
+        judge.close()
+    assert scores == [{"accuracy": 1.0, "judge_error": 0.0}, {"accuracy": 0.0, "judge_error": 0.0},
+                      {"accuracy": 0.0, "judge_error": 1.0}]
+
+
+def test_pixel_limits_hold_in_a_vllm_chat_request_built_on_cpu(monkeypatch):
+    """lmms-eval's vLLM chat model encodes what doc_to_visual returns without resizing it; our
+    hooks return images inside the evaluation's limits. The request's image is built here as
+    lmms-eval builds it (its chat task's user turn and ChatMessages.to_openai_messages, real); no
+    model runs."""
+    import base64
+    import importlib.util
+    import io
+
+    from lmms_eval.api.task import ConfigurableMessagesTask
+    from lmms_eval.protocol import ChatMessages
+    from PIL import Image
+
+    from vade.eval.pixels import limits_env
+    from vade.eval.taskgen import SHIPPED_TASKS
+
+    spec = importlib.util.spec_from_file_location("ju", SHIPPED_TASKS / "judged_utils.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+
+    def request_image(visuals):
+        turn = ConfigurableMessagesTask._build_user_turn(visuals, "q")
+        messages = ChatMessages(messages=turn).to_openai_messages(
+            video_kwargs={"max_pixels": 1, "min_pixels": 1, "max_frames": 1, "nframes": 1})
+        url = messages[0]["content"][0]["image_url"]["url"]
+        return Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
+
+    doc = {"decoded_image": Image.new("RGB", (3000, 2000), "white")}
+    monkeypatch.delenv("VADE_EVAL_MIN_PIXELS", raising=False)
+    monkeypatch.delenv("VADE_EVAL_MAX_PIXELS", raising=False)
+    assert request_image(hooks.decoded_image_to_visual(doc)).size == (3000, 2000)  # unlimited
+    for key, value in limits_env({"min_pixels": 3136, "max_pixels": 1003520}).items():
+        monkeypatch.setenv(key, value)
+    # sqrt(6e6 / 1003520) = 2.4452: 3000 / 2.4452 = 1226.9 -> 1204 (43 x 28), 2000 -> 812 (29 x 28)
+    assert request_image(hooks.decoded_image_to_visual(doc)).size == (1204, 812)
+    small = {"decoded_image": Image.new("RGB", (20, 10), "white")}
+    # below min_pixels 3136: sqrt(3136 / 200) = 3.96 -> 79.2 x 39.6 -> ceil to 84 x 56
+    assert request_image(hooks.decoded_image_to_visual(small)).size == (84, 56)
+
+
+def test_every_evaluation_sets_the_checkpoints_pixel_limits_for_the_hooks(tmp_path, monkeypatch):
+    """``evaluate_checkpoint`` puts the limits of ``pixels_for`` in the environment before
+    lmms-eval runs (lmms-eval stands in: it records the environment it would run in)."""
+    import os
+
+    import lmms_eval.evaluator
+    import lmms_eval.tasks
+
+    from vade.eval.runner import evaluate_checkpoint, target_for
+
+    seen = {}
+
+    def stand_in(**kwargs):
+        seen.update({k: os.environ.get(k) for k in ("VADE_EVAL_MIN_PIXELS",
+                                                     "VADE_EVAL_MAX_PIXELS")})
+        return {"results": {"t": {"acc,none": 1.0}}, "n-samples": {"t": {"effective": 1}}}
+
+    monkeypatch.setattr(lmms_eval.evaluator, "simple_evaluate", stand_in)
+    monkeypatch.setattr(lmms_eval.tasks, "TaskManager", lambda *a, **k: None)
+    for key in ("VADE_EVAL_MIN_PIXELS", "VADE_EVAL_MAX_PIXELS"):
+        monkeypatch.delenv(key, raising=False)
+    cfg = EvaluateConfig.from_dict({"kind": "paper", "repeats": 1, "max_pixels": 1003520})
+    from vade.eval.config import Benchmark
+
+    evaluate_checkpoint(cfg, target_for("qwen2.5-vl-7b-base", "Qwen/Qwen2.5-VL-7B-Instruct"),
+                        [Benchmark("T", "t", "acc")], [], False)
+    assert seen == {"VADE_EVAL_MIN_PIXELS": "3136", "VADE_EVAL_MAX_PIXELS": "1003520"}
 
 
 def test_one_output_limit_for_every_benchmark_through_gen_kwargs():
@@ -92,8 +178,8 @@ def test_paper_policy_is_served_by_vllm_with_its_own_memory_share():
         # lmms-eval's vllm model takes max(request, this): its default 4096 would win over 2048
         "max_new_tokens": 2048, "max_pixels": 12845056}
     assert simple_parse_args_string(call["gen_kwargs"])["seed"] == 2  # repeats differ by seed
-    assert call["tasks"] == ["mathvista_testmini_cot", "mathverse_testmini_vision",
-                             "mathvision_reason_testmini", "vade_scienceqa_img_reasoning",
+    assert call["tasks"] == ["vade_mathvista_testmini", "vade_mathverse_testmini",
+                             "vade_mathvision_testmini", "vade_scienceqa_img_reasoning",
                              "vade_chartqa_reasoning"]
     assert (call["random_seed"], call["torch_random_seed"]) == (2, 2)
     cmd = command_line(call)

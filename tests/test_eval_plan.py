@@ -25,12 +25,12 @@ def test_paper_default_plan_fits_its_runtime_by_hand_computed_numbers(paper):
     cfg = EvaluateConfig.from_dict(paper["evaluate"])
     res = paper["resources"]["evaluate"]
     plan = make_plan(cfg, runtime_min=res["runtime"], gpus=res["gpu"])
-    # MathVista 1000 + MathVerse 3 x 788 + MathVision 304 + ScienceQA 2017 + ChartQA 2500
-    assert plan.items_per_repeat == 8185
-    assert plan.tokens_per_repeat == 8185 * 2048 == 16_762_880
-    # 45 min (judge served in the job) + 16,762,880 tokens / 2000 tokens/s
-    assert plan.minutes_per_job == pytest.approx(45 + 16_762_880 / 2000 / 60)  # 184.7
-    assert plan.gpu_hours_per_checkpoint == pytest.approx(4 * 184.69 / 60 * 4, abs=0.01)
+    # MathVista 1000 + MathVerse testmini 3940 + MathVision 304 + ScienceQA 2017 + ChartQA 2500
+    assert plan.items_per_repeat == 9761
+    assert plan.tokens_per_repeat == 9761 * 2048 == 19_990_528
+    # 45 min (judge served in the job) + 19,990,528 tokens / 2000 tokens/s
+    assert plan.minutes_per_job == pytest.approx(45 + 19_990_528 / 2000 / 60)  # 211.6
+    assert plan.gpu_hours_per_checkpoint == pytest.approx(4 * 211.588 / 60 * 4, abs=0.01)
     assert plan.minutes_per_job < res["runtime"]
     plan.check()  # accepted
 
@@ -38,17 +38,18 @@ def test_paper_default_plan_fits_its_runtime_by_hand_computed_numbers(paper):
 def test_cli_plan_prints_the_arithmetic_and_accepts_the_paper_config(capsys):
     assert main(["evaluate", "--plan", "--config", "config/config.yaml"]) == 0
     out = capsys.readouterr().out
-    assert "8,185 items x 4 repeats x 2048 tokens = 67,051,520 tokens" in out
-    assert "per job: 184.7 min (runtime 720 min); per checkpoint: 49.3 GPU-hours" in out
+    assert "9,761 items x 4 repeats x 2048 tokens = 79,962,112 tokens" in out
+    assert "per job: 211.6 min (runtime 720 min); per checkpoint: 56.4 GPU-hours" in out
+    assert "MathVerse      3,940 items x 2048 tokens" in out
     assert "MathVision       304 items x 2048 tokens" in out
 
 
 @pytest.mark.parametrize("edit, knob", [
     # the pre-fix setup: transformers at batch 1 (~25 tokens/s) cannot finish a repeat in 12 h
     ({"policy": {"engine": "hf"}, "plan": {"tokens_per_s": None}},
-     "evaluate.max_new_tokens <= 123 would fit"),
-    # MathVision's own 16,384-token limit: 45 + 8185 x 16384 / 2000 / 60 = 1162 min > 720
-    ({"max_new_tokens": 16384}, "evaluate.max_new_tokens <= 9896 would fit"),
+     "evaluate.max_new_tokens <= 103 would fit"),  # (720 - 45) x 60 x 25 / 9761 = 103.7
+    # MathVision's own 16,384-token limit: 45 + 9761 x 16384 / 2000 / 60 = 1378 min > 720
+    ({"max_new_tokens": 16384}, "evaluate.max_new_tokens <= 8298 would fit"),
 ])
 def test_plan_refuses_a_job_that_cannot_finish_and_names_the_knob(paper, capsys, edit, knob):
     cfg = copy.deepcopy(paper)
@@ -65,3 +66,17 @@ def test_plan_without_item_counts_names_the_benchmark():
         {"name": "X", "task": "x_task", "metric": "acc"}]})
     with pytest.raises(PlanError, match=r"evaluate.benchmarks\[0\].items"):
         make_plan(cfg, runtime_min=60, gpus=1)
+
+
+def test_the_mathverse_subset_is_counted_by_the_plan(paper):
+    """vision_only scores 788 MathVerse items instead of testmini's 3,940 (issue 25)."""
+    cfg = copy.deepcopy(paper["evaluate"])
+    cfg["mathverse_subset"] = "vision_only"
+    plan = make_plan(EvaluateConfig.from_dict(cfg), runtime_min=720, gpus=4)
+    assert dict(plan.items)["MathVerse"] == 788
+    assert plan.items_per_repeat == 1000 + 788 + 304 + 2017 + 2500 == 6609
+    with pytest.raises(ValueError, match="evaluate.mathverse_subset must be one of"):
+        EvaluateConfig.from_dict({**cfg, "mathverse_subset": "vision"})
+    with pytest.raises(ValueError, match="not both"):
+        EvaluateConfig.from_dict({**cfg, "benchmarks": [{"name": "X", "task": "x",
+                                                          "metric": "acc"}]})

@@ -1,6 +1,7 @@
 """One evaluation job per (checkpoint, repeat) and the merge into average@k: the per-repeat job
-on a tiny Qwen2.5-VL on CPU (real lmms-eval, the training reward replaced by a stub that marks
-even rows correct), the merge's checks and the merged file's schema (what the report reads)."""
+on a tiny Qwen2.5-VL on CPU (real lmms-eval and the real training reward, on golds set from what
+the seeded model answers), the merge's checks and the merged file's schema (what the report
+reads)."""
 
 from __future__ import annotations
 
@@ -57,28 +58,61 @@ def test_merge_refuses_a_missing_duplicate_or_foreign_repeat(tmp_path, capsys):
     assert not (tmp_path / "out.duckdb").exists()
 
 
-def test_one_repeat_job_writes_only_its_repeat(tmp_path, monkeypatch, capsys):
-    import vade.rewards
+def _golds_from(samples: list[dict], data) -> float:
+    """Rewrite the eval set so that the even rows' golds are what their responses answered (as
+    the reward reads them, answer type text) and the odd rows' can never match; return the
+    score the real reward must then give, in percent."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
+    from vade.rewards import extract_answer
+
+    path = data / "eval" / "math.parquet"
+    rows = pq.read_table(path).to_pylist()
+    answered = {s["doc"]["extra_info"]["index"]: extract_answer(s["resps"][0][0]).answer
+                for s in samples}
+    right = 0
+    for row in rows:
+        idx = row["extra_info"]["index"]
+        found = answered[idx]
+        row["extra_info"]["answer_type"] = "text"
+        if idx % 2 == 0 and found and found.strip():
+            row["reward_model"]["ground_truth"] = found
+            right += 1
+        else:
+            row["reward_model"]["ground_truth"] = "an answer no response gives"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return 100.0 * right / len(rows)
+
+
+def test_one_repeat_job_writes_only_its_repeat(tmp_path, capsys):
+    """Real lmms-eval and the real reward: a first run records what the tiny model answers;
+    golds are then set so that exactly the even rows' answers are right, and the same seeded
+    repeat must score exactly that share."""
     model = tmp_path / "model"
     build_tiny_qwen(model)
     data = tmp_path / "data"
     write_eval_set(data / "eval" / "math.parquet")
-    monkeypatch.setattr(vade.rewards, "compute_score", lambda ds, sol, gt, info=None, **kw: {
-        "score": 0.0, "acc": 1.0 if info["index"] % 2 == 0 else 0.0})
     out = tmp_path / "r1.duckdb"
     cfg = json.dumps({"name": "t", "evaluate": {"repeats": 2, "seed": 5, "max_new_tokens": 4}})
-    assert main(["evaluate", "--config-json", cfg, "--run-id", RUN, "--repeat", "1",
-                 "--checkpoint", str(model), "--data-dir", str(data), "--out", str(out),
-                 "--runtime-min", "60", "--samples-log", str(tmp_path / "s.jsonl")]) == 0
+    args = ["evaluate", "--config-json", cfg, "--run-id", RUN, "--repeat", "1",
+            "--checkpoint", str(model), "--data-dir", str(data), "--out", str(out),
+            "--runtime-min", "60", "--samples-log", str(tmp_path / "s.jsonl")]
+    assert main(args) == 0
+    first = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+    expected = _golds_from(first, data)
+    assert expected > 0, "no even row's response had a readable answer"
+    assert main(args) == 0
     rows = duckdb.connect(str(out), read_only=True).execute(
         "SELECT repeat, seed_eval, score FROM eval_results").fetchall()
-    assert rows == [(1, 6, 50.0)]
-    # every sample kept, with the response the score came from
+    assert rows == [(1, 6, expected)]
+    # every sample kept, with the response the score came from (the same as the first run's)
     samples = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
     assert len(samples) == 4 and {s["task"] for s in samples} == {"vade_math"}
     assert {s["repeat"] for s in samples} == {1} and all("resps" in s for s in samples)
-    assert sorted(s["acc"] for s in samples) == [0.0, 0.0, 1.0, 1.0]
+    assert [s["resps"] for s in samples] == [s["resps"] for s in first]
+    assert sum(s["acc"] for s in samples) == expected * 4 / 100
+    assert all(s["acc"] == 0.0 for s in samples if s["doc"]["extra_info"]["index"] % 2)
     assert main(["evaluate", "--config-json", cfg, "--run-id", RUN, "--repeat", "2",
                  "--checkpoint", str(model), "--data-dir", str(data), "--out", str(out)]) == 2
     assert "--repeat 2 is not one of the 2 repeats" in capsys.readouterr().err

@@ -206,12 +206,17 @@ def test_math_path_never_evals_model_text(monkeypatch):
     expression text; the reward only uses its LaTeX (ANTLR) extractor, which hands SymPy nothing
     but lexer-validated number tokens (``sympy.Number("35")`` -> parse_expr). Spy on every eval
     route while scoring: math-verify's own parse_expr path is never taken, and whatever reaches
-    SymPy's parse_expr is a bare number."""
+    SymPy's parse_expr is a bare number. The comparison runs in this process here (what the
+    child of ``math_worker`` runs, ``math_check.compare``), so that the spies see it."""
     import builtins
     import re
 
     import math_verify.parser
     from sympy.parsing import sympy_parser
+
+    from vade.rewards import math_check, math_worker
+
+    monkeypatch.setattr(math_worker, "bounded_compare", math_check.compare)
 
     cases = [("1+2*17", "35"), ("3/4+1/8", "0.875"), ("(x+3)^2", "x^2+6x+9"),
              ("__import__('os').getcwd()", "1"), ("2**10", "1024"), (r"\sqrt{50}", r"5\sqrt{2}")]

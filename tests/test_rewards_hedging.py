@@ -135,7 +135,10 @@ def test_named_candidates_by_hand():
     letters = "ABCDEFGH"
     assert named_candidates("A or B", "choice", letters) == ("A", "B")
     assert named_candidates("(A) The triangle", "choice", letters) == ("A",)
-    assert named_candidates("A triangle", "choice", letters) == ()   # the article
+    # the verifiers read a leading "A" as option A (an option text is matched before this)
+    assert named_candidates("A triangle", "choice", letters) == ("A",)
+    assert named_candidates("A triangle or B", "choice", letters) == ("A", "B")
+    assert named_candidates("The answer", "choice", letters) == ()
     assert named_candidates("I or J", "choice", letters) == ()       # not options here
     assert named_candidates("D or E", "choice", "ABCD") == ("D",)    # E is past the options
     assert named_candidates("Yes, no doubt", "yesno") == ("yes",)
@@ -185,3 +188,42 @@ def test_yes_and_no_joined_any_way_score_zero(first, joiner, wrapper):
     assert acc(hedged, "yes", "yesno") == 0.0
     assert acc(hedged, "no", "yesno") == 0.0
     assert acc(wrapper % first, first.lower(), "yesno") == 1.0
+
+
+# Issue 28, item 6: hedges that scored 1 before the rule counted every candidate of the answer.
+ISSUE_28_HEDGES = [
+    (r"\boxed{A. B. C. D.}", "ABCD", "choice"),
+    (r"\boxed{A \lor B}", "AB", "choice"),
+    (r"\boxed{A: B}", "AB", "choice"),
+    (r"\boxed{A, not sure, maybe B}", "AB", "choice"),
+    ("The answer is A, but B is possible", "AB", "choice"),
+    (r"\boxed{Yes. No.}", ("yes", "no"), "yesno"),
+    (r"\boxed{Yes but also No}", ("yes", "no"), "yesno"),
+    ("Yes 或 No", ("yes", "no"), "yesno"),
+    ("A oder B", "AB", "choice"),
+    ("A -> B", "AB", "choice"),
+    ("A\nB\nC\nD", "ABCD", "choice"),             # a bare list of all options
+    ("(A)\n(B)\n**C**\nD.", "ABCD", "choice"),
+    (r"\boxed{3 or so}", ("3",), "number"),
+    (r"\boxed{3 or so}", ("3",), "relaxed"),
+    (r"\boxed{3 or so}", ("3",), "math"),
+]
+
+
+@pytest.mark.parametrize("response, golds, answer_type", ISSUE_28_HEDGES)
+def test_issue_28_hedges_score_zero_against_every_candidate(response, golds, answer_type):
+    for gold in golds:
+        assert acc(response, gold, answer_type) == 0.0, (response, gold)
+
+
+def test_the_single_answers_beside_issue_28_hedges_still_score_one():
+    """The twins of the cases above: the same formats committing to one candidate."""
+    assert acc(r"\boxed{A.}", "A", "choice") == 1.0
+    assert acc(r"\boxed{A: the triangle}", "A", "choice") == 1.0
+    assert acc("The answer is A, since B is too small", "A", "choice") == 0.0  # names B: strict
+    assert acc("The answer is A, since the side is too small", "A", "choice") == 1.0
+    assert acc(r"\boxed{Yes. It is.}", "yes", "yesno") == 1.0
+    assert acc("Looking at the options\nA is too big\nso the answer is\nD", "D", "choice") == 1.0
+    assert acc("D", "D", "choice") == 1.0
+    assert acc(r"\boxed{3 cm}", "3", "number") == 1.0
+    assert acc(r"\boxed{12 million}", "12", "relaxed") == 1.0

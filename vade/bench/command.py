@@ -1,4 +1,4 @@
-"""``vade bench sampler``: print a table of the sampler's cost and write it as JSON."""
+"""``vade bench sampler`` / ``vade bench reward``: print a table of the cost, write it as JSON."""
 
 from __future__ import annotations
 
@@ -23,9 +23,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=_size, default=None,
                    help="draw threads (default: up to 4, by CPU count)")
     p.add_argument("--out", default="reports/bench/sampler.json")
+    r = sub.add_parser("reward", help="the reward on the worst known answers, in a worker thread")
+    r.add_argument("--repeats", type=_size, default=5, help="timed runs per answer")
+    r.add_argument("--out", default="reports/bench/reward.json")
+
+
+def _run_reward(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from vade.bench.reward import run_all
+
+    result = run_all(args.repeats)
+    print(f"\nreward in a worker thread, {args.repeats} runs per answer "
+          f"(target <= {result['target_s']:g} s, score 0)")
+    print(f"{'answer':<36} {'median s':>9} {'max s':>7} {'scores':>7}")
+    for row in result["reward"]:
+        print(f"{row['answer']:<36} {row['median_s']:>9.4f} {row['max_s']:>7.4f} "
+              f"{','.join(f'{x:g}' for x in row['scores']):>7}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.target == "reward":
+        return _run_reward(args)
     import json
     from pathlib import Path
 

@@ -1,40 +1,33 @@
-"""Final answers of a reasoning response in the form lmms-eval's ChartQA/ScienceQA scorers expect.
+"""Evaluation scores ChartQA and ScienceQA with the training reward's own verdict.
 
-lmms-eval compares a whole prediction string with the gold answer (ChartQA: ``float()`` within
-5%, else case-insensitive equality; ScienceQA: the option letter, or ``"B. ..."``). A model that
-reasons and boxes its answer writes the same value in many spellings (``62\\%``, ``\\text{Yes}``,
-``1,200``, ``\\$12``, ``(B)``, ``B.``), each of which those scorers count wrong. This module
-reads the answer exactly as the training reward does (``vade.rewards``: the same extraction, the
-same Unicode/LaTeX stripping, the same number parser and option-letter reader, so an evaluation
-score and a training reward mean the same thing) and writes it back plainly: a number without
-separators or currency, a bare letter, or the stripped text. Scoring stays lmms-eval's.
-A hedged answer ("\\boxed{A} or \\boxed{B}") becomes the empty string, which scores 0.
+One answer semantics: a response earns in evaluation exactly what it earns as a reward, because
+both call ``vade.rewards.score_one`` (the same extraction of the final answer, the same verdict
+function per answer type: ``relaxed`` for ChartQA, ``choice`` for ScienceQA). So "50%" against a
+gold 0.5 or 50, "1,200" against 1200, "5 cm" against 5, an option's text instead of its letter,
+and a hedge ("A or B": 0) are read once, in ``vade.rewards``, for both. Where a benchmark's official
+scorer compares differently, the difference is named in ``vade.eval.semantics`` (one table) and
+tested; ChartQA's relaxed accuracy and ScienceQA's letter match need none beyond the reading of
+the answer's spelling (what lmms-eval's scorers would see as a different string).
+
+These return lmms-eval's metric names, so the task YAMLs and the runner read them unchanged.
 """
 
 from __future__ import annotations
 
-from vade.rewards import extract_answer
-from vade.rewards.candidates import is_hedged
-from vade.rewards.normalize import canonical_unicode, parse_number, strip_latex
-from vade.rewards.verify import option_letter
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-__all__ = ["chartqa_answer", "plain_answer", "scienceqa_answer"]
+from vade.rewards import score_one
+from vade.rewards.normalize import canonical_unicode, parse_number, strip_latex
+
+__all__ = ["chartqa_scores", "plain_answer", "scienceqa_scores"]
 
 _MARKDOWN = str.maketrans("", "", "*`")
 
 
-def _final(response: str, choice_letters: str | None = None) -> str:
-    """The committed answer (training's extraction), else the response's last non-empty line."""
-    found = extract_answer(response, choice_letters=choice_letters).answer
-    if found is not None:
-        return found
-    lines = [line.strip() for line in response.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
-
-
 def plain_answer(text: str) -> str:
-    """``text`` without typography: LaTeX wrappers, markdown, a wrapping ``(X)``, a final period;
-    a number (``1,200``, ``$12``, ``62\\%``) as its plain decimal, a percent sign kept."""
+    """``text`` without typography (LaTeX wrappers, markdown, a wrapping ``(X)``, a final period;
+    a number as its plain decimal, a percent sign kept): what a judge or a log shows."""
     s = strip_latex(canonical_unicode(text)).translate(_MARKDOWN).strip()
     s = s.rstrip(".").strip()
     if len(s) >= 3 and s[0] == "(" and s[-1] == ")" and s.count("(") == 1:
@@ -46,21 +39,25 @@ def plain_answer(text: str) -> str:
     return value + "%" if number.percent else value
 
 
-def chartqa_answer(response: str, gold: str) -> str:
-    """The final answer for lmms-eval's ``relaxed_correctness``. A percent sign is kept only when
-    the gold answer has one: ChartQA writes percentages as plain numbers ("62"), and lmms-eval
-    would read "62%" as 0.62."""
-    answer = plain_answer(_final(response))
-    if answer.endswith("%") and not str(gold).strip().endswith("%"):
-        answer = answer[:-1]
-    return answer
+def chartqa_scores(doc: Mapping[str, Any], response: str) -> dict[str, float]:
+    """lmms-eval's ChartQA metrics (overall and the item's split) from the reward's ``relaxed``
+    verdict (5% relative tolerance on numbers, exact match up to case otherwise)."""
+    where = f"ChartQA item (type {doc.get('type', '?')})"
+    score = score_one(response or "", str(doc["answer"]), "relaxed", where=where)["acc"]
+    split = "relaxed_human_split" if doc.get("type") == "human_test" else \
+        "relaxed_augmented_split"
+    return {"relaxed_overall": score, split: score}
 
 
-def scienceqa_answer(response: str, n_choices: int) -> str:
-    """The option letter the response commits to (``(B)``, ``B.``, ``\\text{B}``), or "" when it
-    names none or hedges between options (scored 0)."""
-    letters = "".join(chr(ord("A") + i) for i in range(n_choices))
-    answer = _final(response, letters)
-    if is_hedged(answer, "choice", letters):
-        return ""
-    return option_letter(plain_answer(answer), n_choices) or ""
+def scienceqa_scores(doc: Mapping[str, Any], response: str) -> dict[str, float]:
+    """lmms-eval's ScienceQA ``exact_match`` from the reward's ``choice`` verdict (the option
+    letter, or the option's text; a hedge scores 0)."""
+    choices: Sequence[str] = list(doc["choices"])
+    index = int(doc["answer"])
+    if not 0 <= index < len(choices):
+        raise ValueError(f"ScienceQA item: answer index {index} is not one of its "
+                         f"{len(choices)} choices")
+    gold = chr(ord("A") + index)
+    score = score_one(response or "", gold, "choice", {"choices": choices},
+                      where="ScienceQA item")["acc"]
+    return {"exact_match": score}

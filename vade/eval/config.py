@@ -2,8 +2,9 @@
 
 ``kind: synthetic`` evaluates on local lmms-eval tasks generated over
 ``data/<name>/eval/<domain>.parquet`` (one benchmark per domain, score = the training reward's
-accuracy). ``kind: paper`` runs lmms-eval's own tasks (plus the reasoning-length variants shipped
-in ``vade/eval/tasks``) named in ``benchmarks``; the LLM judge is the ``judge`` block.
+accuracy). ``kind: paper`` runs the tasks named in ``benchmarks`` (default: ours in
+``vade/eval/tasks``, scored as each benchmark's official code scores it; ``mathverse_subset`` and
+``mathvision_variant`` pick among them); the LLM judge is the ``judge`` block.
 average@k: ``repeats`` runs with seeds ``seed, seed+1, ...`` and sampling ``temperature``
 (lmms-eval's ``--repeats`` does not aggregate generation tasks, so each repeat is a full run).
 """
@@ -16,8 +17,8 @@ from typing import Any
 
 from vade.checks import check_bool, check_float, check_int, reject_unknown
 
-__all__ = ["PAPER_BENCHMARKS", "Benchmark", "EvaluateConfig", "JudgeConfig", "PlanConfig",
-           "PolicyConfig"]
+__all__ = ["MATHVERSE_SUBSETS", "MATHVISION_VARIANTS", "PAPER_BENCHMARKS", "Benchmark",
+           "EvaluateConfig", "JudgeConfig", "PlanConfig", "PolicyConfig", "paper_benchmarks"]
 
 
 def _check_ints(v: Mapping[str, Any], where: str, specs: tuple[tuple[str, int, int], ...]) -> None:
@@ -64,22 +65,37 @@ class Benchmark:
                    v.get("items"))
 
 
-# The paper's five benchmarks (Section 4.1). MathVista: one of the testmini group's three prompt
-# variants; MathVerse: the vision-only subset group; ChartQA and ScienceQA: the shipped variants
-# with reasoning-length outputs and \boxed{} answer extraction. Metric names are lmms-eval's;
-# scales read from lmms-eval 0.7.3: MathVista and MathVision aggregate to percent, MathVerse's
-# gpt_eval_score and the exact-match / relaxed metrics are means of 0/1. All three math benchmarks
-# are judged by the LLM judge, as in the paper (MathVision: the `reason` variant, a mean of 0/1;
-# the rule-based `mathvision_testmini` scores differently).
-# Items per pass (the plan's arithmetic): MathVista testmini 1,000; MathVerse's vision group,
-# three subsets of 788; MathVision testmini 304; ScienceQA-IMG test 2,017; ChartQA test 2,500.
-PAPER_BENCHMARKS = (
-    Benchmark("MathVista", "mathvista_testmini_cot", "llm_as_judge_eval", 1.0, True, 1000),
-    Benchmark("MathVerse", "mathverse_testmini_vision", "gpt_eval_score", 100.0, True, 3 * 788),
-    Benchmark("MathVision", "mathvision_reason_testmini", "llm_as_judge_eval", 100.0, True, 304),
-    Benchmark("ScienceQA", "vade_scienceqa_img_reasoning", "exact_match", 100.0, False, 2017),
-    Benchmark("ChartQA", "vade_chartqa_reasoning", "relaxed_overall", 100.0, False, 2500),
-)
+# The paper's five benchmarks (Section 4.1). The three math benchmarks are our own lmms-eval tasks
+# (vade/eval/tasks) scored as each benchmark's official code scores it, with the LLM judge; ChartQA
+# and ScienceQA are the reasoning-length variants scored with the training reward's verdict (one
+# answer semantics). Metrics are means of 0/1 per item (scale 100).
+# MathVerse subset (evaluate.mathverse_subset): "testmini", all five versions with a diagram
+# (3,940 items: the MathVerse paper's overall score; the default, since the VADE paper names no
+# subset), or "vision_only" (788). MathVision variant (evaluate.mathvision_variant): "judge" (the
+# default: the paper says it judged all three) or "rule" (mathllm/MATH-V's official code).
+# Items per pass (the plan's arithmetic): MathVista testmini 1,000; MathVision testmini 304;
+# ScienceQA-IMG test 2,017; ChartQA test 2,500.
+MATHVERSE_SUBSETS = {"testmini": ("vade_mathverse_testmini", 3940),
+                     "vision_only": ("vade_mathverse_testmini_vision_only", 788)}
+MATHVISION_VARIANTS = {"judge": ("vade_mathvision_testmini", True),
+                       "rule": ("vade_mathvision_testmini_rule", False)}
+
+
+def paper_benchmarks(mathverse_subset: str = "testmini",
+                     mathvision_variant: str = "judge") -> tuple[Benchmark, ...]:
+    """The five benchmarks with the chosen MathVerse subset and MathVision variant."""
+    verse_task, verse_items = MATHVERSE_SUBSETS[mathverse_subset]
+    vision_task, vision_judged = MATHVISION_VARIANTS[mathvision_variant]
+    return (
+        Benchmark("MathVista", "vade_mathvista_testmini", "accuracy", 100.0, True, 1000),
+        Benchmark("MathVerse", verse_task, "accuracy", 100.0, True, verse_items),
+        Benchmark("MathVision", vision_task, "accuracy", 100.0, vision_judged, 304),
+        Benchmark("ScienceQA", "vade_scienceqa_img_reasoning", "exact_match", 100.0, False, 2017),
+        Benchmark("ChartQA", "vade_chartqa_reasoning", "relaxed_overall", 100.0, False, 2500),
+    )
+
+
+PAPER_BENCHMARKS = paper_benchmarks()
 
 
 PAPER_RESPONSE_LENGTH = 2048    # max response length in training (paper, Table 4)
@@ -218,6 +234,8 @@ class EvaluateConfig:
     min_pixels: int | None = None        # image resize limits (None: see pixels_for)
     max_pixels: int | None = None
     model_args: Mapping[str, Any] = field(default_factory=dict)  # extra qwen2_5_vl args
+    mathverse_subset: str = "testmini"   # testmini (3,940) | vision_only (788)
+    mathvision_variant: str = "judge"    # judge (the paper's wording) | rule (official code)
     benchmarks: tuple[Benchmark, ...] = PAPER_BENCHMARKS
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
@@ -250,7 +268,18 @@ class EvaluateConfig:
             if bad:
                 raise ValueError(f"evaluate.model_args.{min(bad)} is set by vade evaluate")
             v["model_args"] = dict(v["model_args"])
-        if "benchmarks" in v:
+        for key, allowed in (("mathverse_subset", MATHVERSE_SUBSETS),
+                             ("mathvision_variant", MATHVISION_VARIANTS)):
+            if key in v and v[key] not in allowed:
+                raise ValueError(f"evaluate.{key} must be one of {sorted(allowed)}, "
+                                 f"got {v[key]!r}")
+        if "benchmarks" in v and ({"mathverse_subset", "mathvision_variant"} & set(v)):
+            raise ValueError("evaluate.mathverse_subset / mathvision_variant choose tasks of the "
+                             "default benchmarks: set them or evaluate.benchmarks, not both")
+        if "benchmarks" not in v:
+            v["benchmarks"] = paper_benchmarks(v.get("mathverse_subset", "testmini"),
+                                               v.get("mathvision_variant", "judge"))
+        if "benchmarks" in values:
             b = v["benchmarks"]
             if not isinstance(b, (list, tuple)) or not b:
                 raise ValueError("evaluate.benchmarks must be a non-empty list")

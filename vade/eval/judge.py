@@ -265,13 +265,17 @@ class JudgeHandle:
                                f"scores written{where}") from None
         relay = self.relay
         if relay is not None and relay.calls:
-            frac = relay.failures / relay.calls
+            from vade.eval.judge_client import STATS  # replies that were no clean verdict
+
+            failures = relay.failures + STATS.malformed
+            frac = failures / relay.calls
+            last = relay.last_error or f"not a verdict: {STATS.last_malformed!r}"
             if frac > self.cfg.max_error_fraction:
                 raise RuntimeError(
-                    f"judge failed on {relay.failures} of {relay.calls} calls by repeat {repeat} "
+                    f"judge failed on {failures} of {relay.calls} calls by repeat {repeat} "
                     f"({frac:.1%} > evaluate.judge.max_error_fraction "
-                    f"{self.cfg.max_error_fraction:g}; last: {relay.last_error}): lmms-eval "
-                    f"scored those items 0 or guessed, so no score is written{where}")
+                    f"{self.cfg.max_error_fraction:g}; last: {last}): those items scored 0, "
+                    f"so no score is written{where}")
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,10 +210,14 @@ def evaluate_checkpoint(cfg: EvaluateConfig, target: Target, benchmarks: Sequenc
     from lmms_eval.tasks import TaskManager
     from tqdm import tqdm
 
+    from vade.eval.pixels import limits_env
+
     model = VLLM_MODEL if cfg.policy.engine == "vllm" else MODEL
     manager = TaskManager("WARNING", include_path=list(include_path) or None,
                           include_defaults=include_defaults, model_name=model)
     todo = list(range(cfg.repeats)) if repeats is None else list(repeats)
+    # every engine gets images inside the same limits: our task hooks resize (vade.eval.pixels)
+    os.environ.update(limits_env(pixels_for(cfg, target.checkpoint)))
     rows: list[EvalRow] = []
     for repeat in tqdm(todo, desc=f"evaluate {target.run_id}", unit="repeat"):
         call = lmms_eval_call(cfg, target, benchmarks, repeat)

@@ -6,8 +6,9 @@ Local tasks (``kind: synthetic``): one YAML per held-out parquet file
 ``vade.eval.local_task`` with the training reward. They are written into a directory passed to
 lmms-eval as ``include_path``.
 
-Shipped variants (``vade/eval/tasks/*.yaml``): ChartQA and ScienceQA-IMG with output limits for
-a model that reasons before answering, and answers taken from the final ``\\boxed{}``.
+Shipped tasks (``vade/eval/tasks/*.yaml``): ChartQA and ScienceQA-IMG with output limits for
+a model that reasons before answering, scored with the training reward's verdict; MathVista,
+MathVerse and MathVision scored as their official code scores them (``vade.eval.semantics``).
 """
 
 from __future__ import annotations

@@ -34,13 +34,18 @@ from dataclasses import dataclass
 
 from vade.rewards.normalize import canonical_unicode, strip_latex
 
-__all__ = ["JOIN_WORDS", "KINDS", "LEAD_WORDS", "Run", "candidate_runs", "is_hedged",
+__all__ = ["JOIN_WORDS", "KINDS", "LEAD_WORDS", "NEGATIONS", "Run", "candidate_runs", "is_hedged",
            "named_candidates"]
 
 KINDS = ("choice", "yesno")
 JOIN_WORDS = frozenset({"or", "and", "nor", "vs", "versus"})
+NEGATIONS = frozenset({"not", "never"})
 LEAD_WORDS = frozenset({"either", "neither", "both", "maybe", "possibly", "perhaps", "probably",
                         "likely", "also", "else", "option", "options", "choice", "choices"})
+# Lead words that introduce another candidate ("B. Or maybe C"), unlike "both", "option", ...,
+# which may start an option's text ("(D) both A and B").
+_SOFTENERS = frozenset({"maybe", "possibly", "perhaps", "probably", "likely", "also", "else",
+                        "either"})
 _JOIN_PUNCT = frozenset(",/|&;+-([)]")
 _CLOSERS = frozenset(").]:!?")
 _WORDLIKE = {"choice": frozenset({"a", "i"}), "yesno": frozenset({"no"})}
@@ -167,14 +172,59 @@ def _normal(answer: str) -> str:
     return strip_latex(canonical_unicode(answer))
 
 
+def _is_lead(tok: _Token) -> bool:
+    return tok.kind == "mark" or tok.text.lower() in LEAD_WORDS
+
+
+def _option_text_follows(tokens: list[_Token], first: int, kind: str) -> bool:
+    """Whether the text after the leading candidate is its option text ("B) A right
+    triangle", "(D) both A and B"): the candidate is closed (a glued ``)``, ``.``, ``:`` or its
+    own bracket) and the next token is a word that neither joins nor names a candidate."""
+    cand, i = tokens[first], first + 1
+    closed = cand.bracketed
+    if i < len(tokens) and tokens[i].kind == "mark" and tokens[i].text in _CLOSERS \
+            and tokens[i].start == cand.end:
+        closed, i = True, i + 1
+    if not closed or i >= len(tokens):
+        return False
+    nxt = tokens[i]
+    low = nxt.text.lower()
+    counted = nxt.kind == "cand" and _counts(tokens, i, kind)
+    return nxt.kind in ("word", "num", "cand") and not counted and low not in JOIN_WORDS \
+        and low not in _SOFTENERS
+
+
 def named_candidates(answer: str, kind: str, letters: str = "") -> tuple[str, ...]:
-    """The candidates of the leading run of ``answer`` (the one the verifiers read), in order;
-    empty when the answer does not start with a candidate. LaTeX is removed first
-    (``\\text{A} or \\text{B}``)."""
-    runs = candidate_runs(_normal(answer), kind, letters)
-    return runs[0].names if runs and runs[0].leading else ()
+    """The candidates ``answer`` commits to, in order (see ``is_hedged``); empty when it does not
+    start with one. LaTeX is removed first (``\\text{A} or \\text{B}``)."""
+    if kind not in KINDS:
+        raise ValueError(f"candidate kind must be one of {KINDS}, got {kind!r}")
+    tokens = _tokens(_normal(answer), kind, letters)
+    first = next((i for i, t in enumerate(tokens) if not _is_lead(t)), None)
+    if first is None or tokens[first].kind != "cand":
+        return ()
+    names = [tokens[first].name]
+    if _option_text_follows(tokens, first, kind):
+        return tuple(names)
+    prev = prev_any = ""
+    for i in range(first + 1, len(tokens)):
+        tok = tokens[i]
+        # a bare lower-case letter ("e.g") names an option only right after a joining word or mark
+        loose = kind == "choice" and not tok.bracketed and tok.text.islower() and not (
+            prev_any in JOIN_WORDS or prev_any in _JOIN_PUNCT)
+        if tok.kind == "cand" and _counts(tokens, i, kind) and prev not in NEGATIONS \
+                and not loose:
+            names.append(tok.name)
+        prev_any = tok.text.lower()
+        if tok.kind != "mark":
+            prev = prev_any
+    return tuple(names)
 
 
 def is_hedged(answer: str, kind: str, letters: str = "") -> bool:
-    """True when the candidate the verifier reads is coordinated with a different one."""
+    """True when an answer that starts with a candidate (the one the verifiers read) names a
+    different one anywhere after it: "A or B", "A, not sure, maybe B", "A -> B", "Yes. No.",
+    "A oder B". Not counted: option text after a closed leading letter ("B) A right triangle",
+    "(D) both A and B"), a candidate right after "not"/"never" ("B and not C"), and words
+    that merely look like candidates ("a", "no" before a word: "Yes, no doubt")."""
     return len(set(named_candidates(answer, kind, letters))) > 1

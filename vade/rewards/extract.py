@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from vade.rewards.candidates import JOIN_WORDS, candidate_runs
+from vade.rewards.candidates import JOIN_WORDS, candidate_runs, is_hedged
 from vade.rewards.normalize import canonical_unicode, strip_latex
 
 __all__ = [
@@ -51,6 +51,7 @@ MAX_SCAN_CHARS = 32_768
 MAX_ANSWER_CHARS = 2_000
 MAX_TRIES = 16
 BARE_MAX_CHARS = 100
+SHORT_LINE_WORDS = 4  # a line this short that names two options is a hedge, not prose
 _FENCE = "```"
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 
@@ -204,6 +205,21 @@ def find_answer_phrase(text: str) -> str | None:
 
 
 _LETTER = re.compile(r"(?<![A-Za-z0-9])\(?([A-Z])\)?(?![A-Za-z0-9])")
+_BARE_MARKS = " \t*`()[].:-"
+
+
+def _bare_letter(line: str, letters: str) -> str | None:
+    """The letter a line consists of ("B", "(B)", "**B.**"), else None."""
+    s = line.strip(_BARE_MARKS)
+    return s if len(s) == 1 and s in letters else None
+
+
+def _listed_letters(text: str, letters: str) -> str | None:
+    """"A, B, C" when several lines each consist of a different option letter (a list of the
+    options, not a commitment to one of them), else None."""
+    seen = dict.fromkeys(b for b in (_bare_letter(line, letters) for line in text.splitlines())
+                         if b)
+    return ", ".join(seen) if len(seen) > 1 else None
 
 
 def find_choice_letter(text: str, letters: str) -> str | None:
@@ -211,7 +227,10 @@ def find_choice_letter(text: str, letters: str) -> str | None:
 
     "A" running into a word ("A triangle has ...") is the article, not option A
     (``candidates``). When that letter is coordinated with other candidates on its line ("It
-    could be A or B"), the whole run is returned, so that the verifier sees the hedge.
+    could be A or B"), the whole run is returned, so that the verifier sees the hedge; so are
+    all of them when the letter stands alone on its line and other lines each name another
+    option alone (a bare list of the options), and a line of at most ``SHORT_LINE_WORDS``
+    words that starts with a letter and names another ("A oder B").
     """
     found = [m.start(1) for m in _LETTER.finditer(text) if m.group(1) in letters]
     for pos in found[:-MAX_TRIES - 1:-1]:
@@ -220,7 +239,12 @@ def find_choice_letter(text: str, letters: str) -> str | None:
         line = text[lo:hi if hi >= 0 else pos + MAX_ANSWER_CHARS]
         for run in candidate_runs(line, "choice", letters):
             if run.start <= pos - lo < run.end:
-                return line[run.start:run.end] if run.hedged else text[pos]
+                if run.hedged:
+                    return line[run.start:run.end]
+                if len(line.split()) <= SHORT_LINE_WORDS and is_hedged(line, "choice", letters):
+                    return line.strip()  # "A oder B", "A -> B": a short line naming two
+                listed = _listed_letters(text, letters) if _bare_letter(line, letters) else None
+                return listed or text[pos]
     return None
 
 

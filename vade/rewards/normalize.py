@@ -18,6 +18,7 @@ from decimal import Decimal, InvalidOperation
 __all__ = [
     "MAX_EXPONENT",
     "MAX_NUMBER_CHARS",
+    "QUALIFIERS",
     "ParsedNumber",
     "canonical_unicode",
     "light_normalize",
@@ -117,6 +118,12 @@ _NUMBER = re.compile(
 _FRACTION = re.compile(r"([-+]?)\\frac\{([^{}]{1,100})\}\{([^{}]{1,100})\}")
 _UNIT_TAIL = re.compile(r"[A-Za-z°µ²³/.\s]{1,40}")
 _POWER_UNIT = re.compile(r"\^\{?[23]\}?")
+# Words that qualify or coordinate a number rather than name its unit: "3 or so", "5 or 6 cm",
+# "12 maybe" are not the number 3 / 5 / 12 (a hedged number scores 0, like a hedged option).
+QUALIFIERS = frozenset({"or", "and", "so", "maybe", "about", "approximately", "approx", "roughly",
+                        "around", "perhaps", "possibly", "probably", "not", "but", "either", "ish",
+                        "nearly", "almost", "more", "less", "than", "over", "under", "at", "least",
+                        "most", "plus", "minus", "give", "take", "guess", "something"})
 _PREFIXES = ("approximately", "approx.", "approx", "about", "around", "≈", "~", "=")
 _CURRENCY = "$€£¥₹"
 
@@ -180,5 +187,7 @@ def parse_number(text: str, *, allow_units: bool = True) -> ParsedNumber | None:
             return None
         rest = _POWER_UNIT.sub("", rest)
         if not _UNIT_TAIL.fullmatch(rest) or not rest[0].isalpha() and rest[0] not in "°µ/":
+            return None
+        if QUALIFIERS.intersection(rest.lower().replace(".", " ").split()):
             return None
     return ParsedNumber(value, percent)

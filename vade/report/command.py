@@ -88,7 +88,7 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
                                                       cfg.headline_fraction, d)),
         "seeds.html": ("Statistics over seeds", seed_statistics(
             inputs, cfg.val_metric, cfg.headline_fraction, d)
-            + peer_statistics(inputs, cfg.val_metric, cfg.headline_fraction, d)),
+            + "\n" + peer_statistics(inputs, cfg.val_metric, cfg.headline_fraction, d)),
     }
     for file, (title, text) in table_md.items():
         write_page(out / "tables" / file, text, f"{name}: {title}")

@@ -16,7 +16,7 @@ import duckdb
 import numpy as np
 import pytest
 import torch
-from test_train_local import G, N_TRAIN, _cfg, _paths, _tables, data  # noqa: F401 - fixture
+from test_train_local import N_TRAIN, G, _cfg, _paths, _tables, data  # noqa: F401 - fixture
 
 from vade import methods
 from vade.train.local import train_local

@@ -17,9 +17,9 @@ import duckdb
 import numpy as np
 import pytest
 from test_verl_fit_cpu import (  # noqa: F401 - world is a fixture
-    G,
     N_TRAIN,
     STEPS,
+    G,
     evidence_from_texts,
     history,
     run,
@@ -57,7 +57,7 @@ def test_peer_draws_verls_batches_and_logs_its_state(world, peer_run):  # noqa: 
     and the run's ``peer_state`` rows at the last step are the replayed peer's state."""
     root, _ = world
     method, (spec, trainer) = peer_run
-    events, steps = history(spec)
+    events, _ = history(spec)
     observed: dict[int, dict[int, float]] = {}
     for step, sid, correct, rollouts, _, _ in events:
         assert rollouts == G

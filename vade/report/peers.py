@@ -150,16 +150,17 @@ def _plateau_rows(dapo: dict[int, RunInfo], vade: dict[int, RunInfo], val_metric
         v = _reach(vade[seed].curves.get(val_metric), targets[seed]) if seed in vade else None
         if own and v is not None:
             ratios.append(v / own)
-        lines.append(f"seed {seed}: plateau {pl.level:.{d + 1}f} (second third "
-                     f"{pl.second:.{d + 1}f} ± {pl.se:.{d + 1}f}: "
-                     f"{'reached' if pl.reached else 'still moving'}); DAPO reaches "
-                     f"{fraction * 100:g}% of it at {own:,.0f} rollouts" if own is not None
-                     else f"seed {seed}: plateau {pl.level:.{d + 1}f}")
-    head = [f"DAPO's plateau rule (last third's mean within one standard error of the "
-            f"second third's) holds in {held}/{len(dapo)} seeds. VADE's rollouts to "
+        state = "reached" if pl.reached else "still moving"
+        line = (f"seed {seed}: plateau {pl.level:.{d + 1}f} (second third "
+                f"{pl.second:.{d + 1}f}, standard error {pl.se:.{d + 1}f}: {state})")
+        if own is not None:
+            line += f"; DAPO reaches {fraction * 100:g}% of it at {own:,.0f} rollouts"
+        lines.append(line)
+    rule = ("DAPO's plateau rule (last third's mean within one standard error of the second "
+            f"third's) holds in {held}/{len(dapo)} seeds. VADE's rollouts to "
             f"{fraction * 100:g}% of DAPO's plateau / DAPO's own: "
-            f"{mean_interval(ratios).text(d + 1)} ({len(ratios)} seeds where both reach it).",
-            "", *[f"- {line}" for line in lines]]
+            f"{mean_interval(ratios).text(d + 1)} ({len(ratios)} seeds where both reach it).")
+    head = [rule, "", *[f"- {line}" for line in lines]]
     return head, targets
 
 
@@ -171,9 +172,10 @@ def peer_statistics(inputs: Inputs, val_metric: str, fraction: float = 0.995,
         return ""
     d = decimals
     text = ["## VADE vs each peer", ""]
-    header = ["peer", "seeds", "final validation, VADE - peer", "mean effective ratio, "
-              "VADE - peer", f"rollouts to {fraction * 100:g}% of DAPO's plateau: VADE",
-              "peer", "VADE / peer (seeds both reach)"]
+    header = ["peer", "seeds", "final validation, VADE - peer",
+              "mean effective ratio, VADE - peer",
+              f"rollouts to {fraction * 100:g}% of DAPO's plateau: VADE", "peer",
+              "VADE / peer (seeds both reach)"]
     for model, algo in pairs:
         vade = _complete(inputs, model, algo, "vade")
         dapo = _complete(inputs, model, algo, "dapo")

@@ -39,6 +39,10 @@ def test_plateau_rule_by_hand():
     rising = plateau(_curve([0.5, 0.55, 0.58, 0.60, 0.62, 0.70, 0.72]))
     assert rising.level == pytest.approx(0.71) and rising.se == pytest.approx(0.0141421, abs=1e-6)
     assert not rising.reached
+    # near the edge: second third 0.66, 0.70 (mean 0.68, SE sqrt(0.0008/2) = 0.02), last
+    # third 0.695, 0.695: 0.015 <= 0.02, held (one standard error, not half of one)
+    edge = plateau(_curve([0.5, 0.5, 0.6, 0.66, 0.70, 0.695, 0.695]))
+    assert edge.se == pytest.approx(0.02) and edge.reached
     assert plateau(_curve([0.5, 0.6, 0.7], steps=np.array([0, 10, 20]))) is None  # too few
 
 

@@ -31,6 +31,12 @@ def test_rows_by_hand():
         "last-update": (("sampler",), True),
         "diva": (("diva",), True),
         "vade-diva": (("sampler", "diva"), True),
+        # peers read sampler.snapshot_every; MMR1's first scores and SEC's categories come
+        # from the initial difficulty rollouts
+        "mopps": (("sampler",), False),
+        "greso": (("sampler",), False),
+        "mmr1": (("sampler",), True),
+        "sec": (("sampler",), True),
     }
     assert set(expect) == set(methods.NAMES)
     for name, (sections, difficulty) in expect.items():
@@ -39,7 +45,8 @@ def test_rows_by_hand():
         assert row.needs_difficulty is difficulty, name
     assert methods.names_where(table="ablation") == ("symmetric", "greedy", "last-update")
     assert methods.names_where(shaping=None) == ("vanilla", "vade", "symmetric", "greedy",
-                                                 "last-update")
+                                                 "last-update", "mopps", "greso", "mmr1", "sec")
+    assert methods.names_where(chooser="peer") == ("mopps", "greso", "mmr1", "sec")
     assert dict(methods.get("greedy").vade_options) == {"exploration": "greedy"}
 
 
@@ -67,7 +74,8 @@ def test_readers_follow_the_table():
 
     assert TRAIN_METHODS == methods.NAMES
     assert NEEDS_DIFFICULTY == methods.names_where(needs_difficulty=True)
-    assert set(SAMPLER_METHODS) == set(methods.names_where(shaping=None))
+    assert set(SAMPLER_METHODS) == (set(methods.names_where(shaping=None))
+                                    - set(methods.names_where(chooser="peer")))
     assert SAMPLER_METHODS["symmetric"] == {"objective": "symmetric"}
     assert SAMPLER_METHODS["vanilla"] is None
     assert ABLATIONS == methods.names_where(table="ablation")

@@ -37,7 +37,8 @@ def test_same_runs_with_other_timings_and_code_version_are_identical(tmp_path, c
     _history(tmp_path / "before", "r")
     _history(tmp_path / "after", "r", seconds=0.5)
     result = compare_histories(tmp_path / "before", tmp_path / "after")
-    assert set(result["r"]) == {"events", "levels", "metrics", "runs", "snapshots", "steps"}
+    assert set(result["r"]) == {"events", "levels", "metrics", "peer_state", "runs", "snapshots",
+                                "steps"}
     assert result["r"]["events"] == "same (48 rows)" and result["r"]["steps"] == "same (6 rows)"
     assert main([str(tmp_path / "before"), str(tmp_path / "after")]) == 0
     assert capsys.readouterr().out.strip().endswith("IDENTICAL")

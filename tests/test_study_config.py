@@ -110,3 +110,32 @@ def test_study_at_smoke_scale_trains_two_seeds_and_reports_intervals(tmp_path):
     assert rows["vade"][1] == "2" and rows["dapo"][1] == "2"  # both seeds, complete
     assert "[" in rows["vade"][2]  # a mean with its interval
     assert "cannot rank" not in stats
+
+
+@needs_snakemake
+def test_peers_overlay_and_plateau_overlay(tmp_path):
+    """config/tiny-study-peers.yaml: the study's seeds and steps, its own outputs, vanilla, DAPO,
+    VADE and the four peers (35 runs, MMR1 and SEC after the initial rollouts); the plateau
+    overlay on top reruns only vanilla, DAPO and VADE, at 300 steps, in the same outputs."""
+    peers = yaml.safe_load((ROOT / "config" / "tiny-study-peers.yaml").read_text())
+    assert peers["name"] != STUDY["name"] and "train" not in peers
+    assert peers["experiments"]["seeds"] == STUDY["experiments"]["seeds"]
+    plateau = yaml.safe_load((ROOT / "config" / "tiny-study-plateau.yaml").read_text())
+    assert set(plateau) == {"train", "experiments"} and plateau["train"] == {"steps": 300}
+    repo = clean_copy(tmp_path / "repo")
+    base = ["-n", "--configfile", "config/tiny-study.yaml", "config/tiny-study-peers.yaml"]
+    proc = _snakemake(repo, *base)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    out = proc.stdout + proc.stderr
+    table = out.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    counts = {ln.split()[0]: int(ln.split()[1]) for ln in table.splitlines()[3:] if ln.strip()}
+    assert counts["train"] == 35 and counts["evaluate"] == 36
+    for method in ("mopps", "greso", "mmr1", "sec"):
+        assert f"results/tiny-study-peers/runs/tiny-grpo-{method}-s4/done.json" in out
+    proc = _snakemake(repo, *base, "config/tiny-study-plateau.yaml")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    out = proc.stdout + proc.stderr
+    assert "tiny-grpo-vade-s4" in out and "tiny-grpo-mopps-s0" not in out
+    table = out.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    counts = {ln.split()[0]: int(ln.split()[1]) for ln in table.splitlines()[3:] if ln.strip()}
+    assert counts["train"] == 15

@@ -7,12 +7,13 @@ to :data:`NAMES`), the training config, both trainers (through ``vade.sampling.m
 the sampler lab and the report (labels, colours, which table a method belongs to). It imports
 nothing beyond the standard library, so Snakemake and the report can read it without torch.
 
-A method is a *chooser* (which prompts a step trains on: ``uniform`` epochs or the ``vade``
-posterior, with VadeSampler's options for the ablations) plus an optional *shaping* applied
+A method is a *chooser* (which prompts a step trains on: ``uniform`` epochs, the ``vade``
+posterior with VadeSampler's options for the ablations, or a ``peer`` rule of
+``vade.sampling.peers`` registered under the method's name) plus an optional *shaping* applied
 after the choice: ``dapo`` (generate, then keep only informative groups, under the rollout cap)
 or ``diva`` (DIVA-GRPO: one variant per chosen original and the difficulty-weighted advantage).
 Adding a method that only changes the chooser is one row here (with its VadeSampler option in
-``vade.sampling``), the schema's enum, and a test.
+``vade.sampling``, or its peer class in ``vade.sampling.peers``), the schema's enum, and a test.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from types import MappingProxyType
 
 __all__ = ["CHOOSERS", "METHODS", "Method", "NAMES", "SHAPINGS", "get", "names_where"]
 
-CHOOSERS = ("uniform", "vade")
+CHOOSERS = ("uniform", "vade", "peer")
 SHAPINGS = (None, "dapo", "diva")
 
 
@@ -32,12 +33,13 @@ class Method:
     """One row of the method table."""
 
     name: str
-    chooser: str                       # "uniform" | "vade"
+    chooser: str                       # "uniform" | "vade" | "peer"
     label: str                         # the report's row label
     colour: str                        # matplotlib colour of its curves
     table: str                         # "main" (Table 1) or "ablation" (Table 2)
     vade_options: Mapping[str, str] = field(default_factory=dict)  # VadeSampler keywords
     shaping: str | None = None         # None | "dapo" | "diva"
+    reads_difficulty: bool = False     # a peer that starts from the initial difficulty rollouts
 
     def __post_init__(self) -> None:
         if self.chooser not in CHOOSERS:
@@ -46,6 +48,11 @@ class Method:
             raise ValueError(f"method {self.name}: shaping {self.shaping!r} not in {SHAPINGS}")
         if self.vade_options and self.chooser != "vade":
             raise ValueError(f"method {self.name}: vade_options need chooser 'vade'")
+        if self.reads_difficulty and self.chooser != "peer":
+            raise ValueError(f"method {self.name}: reads_difficulty is for chooser 'peer' "
+                             "(VADE and DIVA read the initial difficulty anyway)")
+        if self.chooser == "peer" and self.shaping is not None:
+            raise ValueError(f"method {self.name}: a peer chooser takes no shaping")
         if self.table not in ("main", "ablation"):
             raise ValueError(f"method {self.name}: table {self.table!r} not main/ablation")
         object.__setattr__(self, "vade_options", MappingProxyType(dict(self.vade_options)))
@@ -57,8 +64,9 @@ class Method:
 
     @property
     def needs_difficulty(self) -> bool:
-        """Starts from the initial difficulty rollouts (VADE's prior, DIVA's levels)."""
-        return self.uses_posterior or self.shaping == "diva"
+        """Starts from the initial difficulty rollouts (VADE's prior, DIVA's levels, a peer's
+        first estimate or categories)."""
+        return self.uses_posterior or self.shaping == "diva" or self.reads_difficulty
 
     @property
     def sampler_name(self) -> str:
@@ -71,8 +79,10 @@ class Method:
 
     @property
     def config_sections(self) -> tuple[str, ...]:
-        """The config sections besides ``train`` that a run of this method reads."""
-        return tuple(s for s, used in (("sampler", self.uses_posterior),
+        """The config sections besides ``train`` that a run of this method reads (a peer reads
+        ``sampler.snapshot_every``: how often its whole per-sample state is logged)."""
+        return tuple(s for s, used in (("sampler", self.uses_posterior
+                                        or self.chooser == "peer"),
                                        ("dapo", self.shaping == "dapo"),
                                        ("diva", self.shaping == "diva")) if used)
 
@@ -89,6 +99,11 @@ _ROWS = (
            vade_options={"decay": "last-update"}),
     Method("diva", "uniform", "DIVA-GRPO", "tab:cyan", "main", shaping="diva"),
     Method("vade-diva", "vade", "VADE + DIVA", "tab:pink", "main", shaping="diva"),
+    # Peers (vade.sampling.peers, README "VADE against its peers"): published rules and defaults
+    Method("mopps", "peer", "MoPPS", "tab:gray", "main"),
+    Method("greso", "peer", "GRESO", "tab:olive", "main"),
+    Method("mmr1", "peer", "MMR1 VAS", "gold", "main", reads_difficulty=True),
+    Method("sec", "peer", "SEC", "navy", "main", reads_difficulty=True),
 )
 METHODS: Mapping[str, Method] = MappingProxyType({m.name: m for m in _ROWS})
 NAMES: tuple[str, ...] = tuple(METHODS)

@@ -62,6 +62,7 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
     from vade.report.collect import collect
     from vade.report.figures import VAL_ITEMS
     from vade.report.html import write_page
+    from vade.report.peers import peer_statistics
     from vade.report.seeds import seed_statistics
 
     inputs = collect(runs=runs, evals=evals, expected=expected,
@@ -86,7 +87,8 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         "headline.html": ("Headline", tables.headline(inputs, cfg.val_metric,
                                                       cfg.headline_fraction, d)),
         "seeds.html": ("Statistics over seeds", seed_statistics(
-            inputs, cfg.val_metric, cfg.headline_fraction, d)),
+            inputs, cfg.val_metric, cfg.headline_fraction, d)
+            + "\n" + peer_statistics(inputs, cfg.val_metric, cfg.headline_fraction, d)),
     }
     for file, (title, text) in table_md.items():
         write_page(out / "tables" / file, text, f"{name}: {title}")
@@ -125,7 +127,7 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         "",
         ("Figure 4: (a) validation score against cumulative rollouts (from 0: validation "
          "before training); (b) cumulative rollouts against step, DAPO vs VADE (and DIVA-GRPO, "
-         "whose variants count as rollouts, where run). The initial difficulty rollouts (G per "
+         "whose variants count as rollouts, and the peer samplers, where run). The initial difficulty rollouts (G per "
          "training sample, Algorithm 1 lines 1-2) are "
          + ("included in the cost of the methods that start from them"
             if cfg.initial_rollouts_on_cost_axis else "not counted")

@@ -27,6 +27,7 @@ __all__ = ["COLORS", "MIN_SCORE_SPAN", "VAL_ITEMS", "figure1", "figure3", "figur
 COLORS = {m.name: m.colour for m in METHODS.values()}
 _STYLES = ("-", "--", ":", "-.")
 DIVA = names_where(shaping="diva")  # drawn where run: each step pays for originals and variants
+PEERS = names_where(chooser="peer")  # Figure 4 draws them where run (README: "VADE against its peers")
 VAL_ITEMS = "val/n"      # metric: validation items behind each score (the band's n)
 MIN_SCORE_SPAN = 0.1     # smallest y range of a score panel (one tiny score's SE is ~0.04)
 _PNG_META = {"Software": None}  # no library version in the file: same inputs, same bytes
@@ -199,10 +200,10 @@ def figure4(inputs: Inputs, path: Path, val_metric: str, initial: bool = False) 
     """Validation score vs cumulative rollouts; cumulative rollouts vs step (paper Figure 4).
     ``initial``: the cost of methods that start from the initial difficulty estimate includes
     its rollouts (the title says which)."""
-    title = "Figure 4: DAPO vs VADE rollout efficiency" + (
+    title = "Figure 4: rollout efficiency of DAPO, VADE and the others run" + (
         " (incl. initial difficulty rollouts)" if initial
         else " (initial difficulty rollouts not counted)")
-    return _grid(inputs, ("dapo", "vade", *DIVA),
+    return _grid(inputs, ("dapo", "vade", *DIVA, *PEERS),
                  [(val_metric, "rollouts", "validation score"),
                   ("rollouts_cumulative", "step", "cumulative rollouts")],
                  title, path, score_metric=val_metric, initial=initial)

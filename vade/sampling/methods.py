@@ -3,6 +3,7 @@
 The method table lives in ``vade.methods`` (plain Python, no numpy); this module turns a row's
 chooser into a sampler. A method with a shaping (DAPO filters, DIVA makes variants) gets the
 sampler of its chooser: ``dapo`` and ``diva`` draw uniform epochs, ``vade-diva`` VADE's posterior.
+A ``peer`` row is the class registered under its name in ``vade.sampling.peers.PEERS``.
 """
 
 from __future__ import annotations
@@ -40,10 +41,11 @@ class Sampler(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
-# the methods that are a sampler alone -> VadeSampler keyword overrides (None: uniform epochs)
+# the methods that are a sampler alone -> VadeSampler keyword overrides (None: uniform epochs);
+# the peer rows are built by ``vade.sampling.peers.PEERS`` instead
 METHODS: dict[str, dict[str, str] | None] = {
     m.name: (dict(m.vade_options) if m.uses_posterior else None)
-    for m in _TABLE.values() if m.shaping is None
+    for m in _TABLE.values() if m.shaping is None and m.chooser != "peer"
 }
 
 
@@ -60,8 +62,16 @@ def make_sampler(
     threads: int | None = None,
 ) -> Sampler:
     """The sampler that chooses ``method``'s prompts (any name of ``vade.methods``);
-    ``alpha``/``beta`` come from the initial rollouts and are ignored by a uniform chooser."""
+    ``alpha``/``beta`` come from the initial rollouts and are ignored by a uniform chooser; a
+    peer row gets ``PEERS[method].for_run`` (its published defaults)."""
     row = _method(method)
+    if row.chooser == "peer":
+        from vade.sampling.peers import PEERS
+
+        if method not in PEERS:
+            raise ValueError(f"method {method!r} has chooser 'peer' but no class in "
+                             "vade.sampling.peers.PEERS")
+        return PEERS[method].for_run(n_samples, batch_size, seed=seed, alpha=alpha, beta=beta)
     if not row.uses_posterior:
         return UniformSampler(n_samples, batch_size, seed=seed)
     return VadeSampler(n_samples, batch_size, lambda1=lambda1, lambda2=lambda2, seed=seed,

@@ -139,13 +139,38 @@ class RunStore:
             raise
         self.con.execute("COMMIT")
 
+    def _peer_state(self, step: int, state: Any, ids: np.ndarray | None) -> None:
+        """A peer sampler's per-sample state (``sample_state``: name -> array over sample ids)
+        for ``ids`` (None: every sample), replacing what ``step`` held; no-op for others."""
+        columns = getattr(state, "sample_state", None)
+        if columns is None:
+            return
+        self.con.execute("DELETE FROM peer_state WHERE run_id = ? AND step = ?",
+                         [self.run_id, step])
+        for name, values in columns().items():
+            arr = np.asarray(values, dtype=np.float64)
+            idx = np.arange(arr.size, dtype=np.int64) if ids is None else ids.astype(np.int64)
+            self._insert("peer_state", {
+                "run_id": pa.array(np.full(idx.size, self.run_id, dtype=object), pa.string()),
+                "step": np.full(idx.size, step, dtype=np.int32),
+                "sample_id": idx,
+                "name": pa.array(np.full(idx.size, name, dtype=object), pa.string()),
+                "value": pa.array(arr[idx], from_pandas=True),  # NaN (no such sample) -> NULL
+            })
+
     def log_initial_state(self, alpha: np.ndarray | None, beta: np.ndarray | None,
-                          n_samples: int | None = None) -> None:
-        """Step 0: the state before training (initial rollouts), which also lists the samples."""
+                          n_samples: int | None = None, state: Any = None) -> None:
+        """Step 0: the state before training (initial rollouts), which also lists the samples;
+        ``state``: a peer sampler, whose whole per-sample state is logged too."""
         if alpha is None and n_samples is None:
             raise ValueError("log_initial_state needs alpha/beta or n_samples")
         n = int(n_samples if n_samples is not None else np.asarray(alpha).size)
-        self._transaction(lambda: self._snapshot(0, alpha, beta, n))
+
+        def work() -> None:
+            self._snapshot(0, alpha, beta, n)
+            self._peer_state(0, state, None)
+
+        self._transaction(work)
 
     def log_step(
         self,
@@ -160,19 +185,24 @@ class RunStore:
 
         ``rollouts_generated`` defaults to the observed rollouts (a filtering method such as DAPO
         generates more than it keeps). ``state`` is the sampler: on snapshot steps its full
-        alpha/beta are stored.
+        alpha/beta are stored; a peer's per-sample state goes to ``peer_state`` (the observed
+        samples; every sample on snapshot steps) and its scalars (``scalar_state``) to
+        ``metrics`` as ``peer/<name>``.
         """
         step = int(obs.step)
         if step < 1:
             raise ValueError(f"steps are numbered from 1, got {step}")
         values = _metric_values(metrics)
+        scalars = getattr(state, "scalar_state", None)  # a peer's non-per-sample state
+        if scalars is not None:
+            values.update({f"peer/{k}": float(v) for k, v in scalars().items()})
         n = obs.indices.size
         take_snapshot = (self.snapshot_every > 0 and step % self.snapshot_every == 0
                          and state is not None)
 
         def work() -> None:
             if step <= self._logged_through:  # a replayed step: replace what it wrote
-                for table in ("steps", "metrics", "events", "levels"):
+                for table in ("steps", "metrics", "events", "levels", "peer_state"):
                     self.con.execute(f"DELETE FROM {table} WHERE run_id = ? AND step = ?",
                                      [self.run_id, step])
             self.con.execute(
@@ -199,6 +229,7 @@ class RunStore:
             if take_snapshot:
                 self._snapshot(step, getattr(state, "alpha", None), getattr(state, "beta", None),
                                int(state.n_samples))
+            self._peer_state(step, state, None if take_snapshot else obs.indices)
 
         self._transaction(work)
         self._logged_through = max(self._logged_through, step)
@@ -286,7 +317,7 @@ class RunStore:
     def truncate_after(self, step: int) -> None:
         """Forget steps after ``step`` (resuming from a checkpoint taken at ``step``)."""
         def work() -> None:
-            for table in ("steps", "metrics", "events", "snapshots", "levels"):
+            for table in ("steps", "metrics", "events", "snapshots", "levels", "peer_state"):
                 self.con.execute(f"DELETE FROM {table} WHERE run_id = ? AND step > ?",
                                  [self.run_id, int(step)])
         self._transaction(work)

@@ -12,6 +12,10 @@ with itself:
 * ``levels``     DIVA-GRPO runs only: (run, step, sample) difficulty level 1..9 after the step,
                  the variant offset it trained with and the mean accuracy over the original's
                  and its variant's rollouts that moved it (step 0: every initial level).
+* ``peer_state`` peer samplers only (MoPPS, GRESO, MMR1, SEC): (run, step, sample, name) what the
+                 peer keeps per sample, in long format (``vade.sampling.peers``: each class's
+                 ``sample_state``), after the step's update: every sample at step 0 and on
+                 snapshot steps, the observed samples on the other steps.
 * ``snapshots``  full alpha/beta of every sample after a step: step 0 (the initial state) and every
                  ``snapshot_every`` steps. Step 0 also defines the run's set of samples.
 
@@ -87,6 +91,14 @@ CREATE TABLE IF NOT EXISTS levels (
     variant_offset    SMALLINT,
     mean_accuracy     DOUBLE,
     PRIMARY KEY (run_id, step, sample_id)
+);
+CREATE TABLE IF NOT EXISTS peer_state (
+    run_id            VARCHAR NOT NULL,
+    step              INTEGER NOT NULL,
+    sample_id         BIGINT  NOT NULL,
+    name              VARCHAR NOT NULL,
+    value             DOUBLE,
+    PRIMARY KEY (run_id, step, sample_id, name)
 );
 CREATE TABLE IF NOT EXISTS snapshots (
     run_id            VARCHAR NOT NULL,

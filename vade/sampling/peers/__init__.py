@@ -10,9 +10,10 @@ from vade.sampling.peers.base import PeerSampler
 from vade.sampling.peers.greso import GresoSampler
 from vade.sampling.peers.mmr1 import MMR1Sampler
 from vade.sampling.peers.mopps import MoPPSSampler
-from vade.sampling.peers.sec import SECSampler, mean_abs_advantage
+from vade.sampling.peers.sec import SECSampler, difficulty_categories, mean_abs_advantage
 
-# name -> class, for callers that build peers by name (the simulator; later ``make_sampler``).
+# name -> class, for callers that build peers by name (the simulator; ``make_sampler`` for the
+# method table's ``peer`` rows, which carry the same names).
 PEERS = {"mopps": MoPPSSampler, "greso": GresoSampler, "mmr1": MMR1Sampler, "sec": SECSampler}
 
 __all__ = [
@@ -22,5 +23,6 @@ __all__ = [
     "MoPPSSampler",
     "PeerSampler",
     "SECSampler",
+    "difficulty_categories",
     "mean_abs_advantage",
 ]

@@ -4,6 +4,11 @@ Each peer keeps its per-sample state in numpy arrays and a few scalars; listing 
 names in ``_STATE_ARRAYS`` / ``_STATE_SCALARS`` is all a subclass does to get an exact
 ``state_dict``/``load_state_dict`` round trip (RNG included), with the same refusal of a state
 saved by a differently configured sampler as ``VadeSampler`` and ``UniformSampler``.
+
+As a training method (a ``peer`` row of ``vade.methods``), ``for_run`` builds the peer from what
+the run contract gives every chooser (sizes, seed, and the initial difficulty rollouts r and
+G - r when the row says ``reads_difficulty``); ``sample_state`` and ``scalar_state`` are what
+the run's DuckDB history records of it (``peer_state`` rows and ``peer/*`` metrics).
 """
 
 from __future__ import annotations
@@ -16,9 +21,24 @@ from vade.checks import check_number
 from vade.sampling.checks import check_sizes, check_state
 from vade.sampling.observation import draws_for
 
-__all__ = ["PeerSampler"]
+__all__ = ["PeerSampler", "initial_pass_rate"]
 
 _STATE_VERSION = 1
+
+
+def initial_pass_rate(alpha: np.ndarray | None, beta: np.ndarray | None, n_samples: int,
+                      method: str) -> np.ndarray:
+    """r / G per sample from the initial difficulty rollouts (alpha = r, beta = G - r); a clear
+    error when a peer that reads them was built without them."""
+    if alpha is None or beta is None:
+        raise ValueError(f"{method} starts from the initial difficulty rollouts: pass alpha/beta "
+                         "(train.method needs --difficulty)")
+    a = np.asarray(alpha, np.float64)
+    g = a + np.asarray(beta, np.float64)
+    if a.shape != (n_samples,) or g.shape != (n_samples,) or np.any(g <= 0):
+        raise ValueError(f"{method}: initial difficulty must give r and G - r >= 0 with G > 0 for "
+                         f"each of the {n_samples} samples")
+    return a / g
 
 
 class PeerSampler:
@@ -39,6 +59,25 @@ class PeerSampler:
         self.step = 0
         self._rng = np.random.Generator(np.random.SFC64(np.random.SeedSequence(self.seed)))
         self._last = (np.empty(0, np.int64), np.empty(0), np.empty(0))
+
+    @classmethod
+    def for_run(cls, n_samples: int, batch_size: int, *, seed: int,
+                alpha: np.ndarray | None = None, beta: np.ndarray | None = None
+                ) -> PeerSampler:
+        """The peer with its published defaults for a training run. ``alpha``/``beta`` are the
+        initial difficulty rollouts (r, G - r per sample); a peer that needs no prior ignores
+        them (MoPPS and GRESO start flat, as published)."""
+        return cls(n_samples, batch_size, seed=seed)
+
+    def sample_state(self) -> dict[str, np.ndarray]:
+        """What the peer keeps per sample (name -> array of ``n_samples``), for the history."""
+        return {name: getattr(self, name) for name in self._STATE_ARRAYS
+                if not name.startswith("_")}
+
+    def scalar_state(self) -> dict[str, float]:
+        """The peer's state that is not per sample (name -> value), for the history."""
+        return {name: float(getattr(self, name)) for name in self._STATE_SCALARS
+                if not name.startswith("_")}
 
     def _hyper(self) -> dict[str, Any]:
         """The subclass's hyper-parameters (part of ``config``)."""

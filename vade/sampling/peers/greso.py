@@ -79,6 +79,10 @@ class GresoSampler(PeerSampler):
                 "easy_share": self.easy_share, "initial_keep": self.initial_keep,
                 "adjust_step": self.adjust_step, "min_keep": self.min_keep}
 
+    def sample_state(self) -> dict[str, np.ndarray]:
+        """The streak (+k all-correct, -k all-wrong in a row) and the keep probability it gives."""
+        return {"streak": self.streak, "keep_probability": self.keep_probability()}
+
     def keep_probability(self) -> np.ndarray:
         """Per prompt: max(p^k, min_keep), p = p_easy for easy streaks, p_hard for hard ones."""
         base = np.where(self.streak > 0, self.p_easy, self.p_hard)

@@ -8,7 +8,7 @@ import numpy as np
 
 from vade.checks import check_number
 from vade.sampling.observation import Observation, validate_observation
-from vade.sampling.peers.base import PeerSampler
+from vade.sampling.peers.base import PeerSampler, initial_pass_rate
 from vade.sampling.topk import top_k_random_ties
 
 __all__ = ["MMR1Sampler"]
@@ -35,6 +35,9 @@ class MMR1Sampler(PeerSampler):
     Simplifications: no trajectory-diversity term (the simulator has no responses); the
     re-scoring group size (``rescore_rollouts``, default 4) is this project's choice.
 
+    ``initial_p`` (optional): a first scoring already made (the initial difficulty rollouts'
+    r / G), counted as the re-scoring of step 0.
+
     ``Observation``: ``p_drawn`` is the estimate p^, ``gain`` the weight p^(1-p^).
     """
 
@@ -50,6 +53,7 @@ class MMR1Sampler(PeerSampler):
         weighted_share: float = 0.5,
         rescore_every: int = 4,
         rescore_rollouts: int = 4,
+        initial_p: np.ndarray | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__(n_samples, batch_size, seed)
@@ -61,6 +65,22 @@ class MMR1Sampler(PeerSampler):
         self.rescore_rollouts = int(rescore_rollouts)
         self.p_hat = np.full(self.n_samples, 0.5)
         self._rescored_at = -1
+        if initial_p is not None:  # a first scoring already done (the initial rollouts)
+            p0 = np.asarray(initial_p, np.float64)
+            if p0.shape != (self.n_samples,) or not np.all((p0 >= 0) & (p0 <= 1)):
+                raise ValueError(f"initial_p must hold {self.n_samples} pass rates in [0, 1]")
+            self.p_hat = p0.copy()
+            self._rescored_at = 0
+
+    @classmethod
+    def for_run(cls, n_samples: int, batch_size: int, *, seed: int,
+                alpha: np.ndarray | None = None, beta: np.ndarray | None = None
+                ) -> MMR1Sampler:
+        """In training the variance score comes from past rollouts: the initial difficulty
+        rollouts are the first scoring, then each sample's latest training group; the trainers
+        generate no re-scoring rollouts (``rescore_request`` is never served)."""
+        return cls(n_samples, batch_size, seed=seed,
+                   initial_p=initial_pass_rate(alpha, beta, n_samples, "mmr1"))
 
     def _hyper(self) -> dict[str, Any]:
         return {"weighted_share": self.weighted_share, "rescore_every": self.rescore_every,

@@ -9,9 +9,20 @@ import numpy as np
 
 from vade.checks import check_number
 from vade.sampling.observation import Observation, validate_observation
-from vade.sampling.peers.base import PeerSampler
+from vade.sampling.peers.base import PeerSampler, initial_pass_rate
 
-__all__ = ["SECSampler", "mean_abs_advantage"]
+__all__ = ["SECSampler", "difficulty_categories", "mean_abs_advantage"]
+
+
+def difficulty_categories(pass_rate: np.ndarray, n_categories: int = 5) -> np.ndarray:
+    """Difficulty category per sample from its pass rate p: min(n - 1, floor(n (1 - p))), so 0
+    is the easiest (p near 1) and n - 1 the hardest (p near 0); with n = 5 and G = 8 the bands
+    are r in {7, 8}, {5, 6}, {4}, {2, 3}, {0, 1}. Stands in for a dataset's difficulty labels
+    (SEC uses MATH's levels 1-5)."""
+    p = np.asarray(pass_rate, np.float64)
+    if np.any(~np.isfinite(p) | (p < 0) | (p > 1)):
+        raise ValueError("pass rates must lie in [0, 1]")
+    return np.minimum(n_categories - 1, np.floor(n_categories * (1.0 - p))).astype(np.int64)
 
 
 def mean_abs_advantage(correct: np.ndarray, rollouts: np.ndarray) -> np.ndarray:
@@ -80,6 +91,22 @@ class SECSampler(PeerSampler):
         self.q = np.full(self.n_categories, self.initial_value)
         # Where category c begins once samples are sorted by category.
         self._starts = np.concatenate([[0], np.cumsum(self.sizes)[:-1]])
+
+    @classmethod
+    def for_run(cls, n_samples: int, batch_size: int, *, seed: int,
+                alpha: np.ndarray | None = None, beta: np.ndarray | None = None
+                ) -> SECSampler:
+        """Categories from the initial difficulty rollouts (``difficulty_categories``, 5)."""
+        p = initial_pass_rate(alpha, beta, n_samples, "sec")
+        return cls(n_samples, batch_size, seed=seed, categories=difficulty_categories(p))
+
+    def sample_state(self) -> dict[str, np.ndarray]:
+        """Each sample's category and its category's value Q."""
+        return {"category": self.categories, "q": self.q[self.categories]}
+
+    def scalar_state(self) -> dict[str, float]:
+        """Q of every category (``q0`` .. ``q<n-1>``)."""
+        return {f"q{c}": float(v) for c, v in enumerate(self.q)}
 
     def _hyper(self) -> dict[str, Any]:
         crc = zlib.crc32(self.categories.astype("<i8").tobytes())

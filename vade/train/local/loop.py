@@ -135,7 +135,8 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
         store.start_run(method=cfg.method, sampler_config=sampler.config, config=cfg.to_dict())
         if state["step"] == 0:
             store.log_initial_state(alpha if vade_prior else None,
-                                    beta if vade_prior else None, n_samples=n_train)
+                                    beta if vade_prior else None, n_samples=n_train,
+                                    state=sampler)
             if shaper is not None:
                 store.log_levels(0, np.arange(n_train), shaper.levels)
         recorder.log_params({"train": cfg.to_dict(), "seed": cfg.seed, "method": cfg.method,

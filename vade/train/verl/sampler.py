@@ -52,10 +52,11 @@ _STATE_VERSION = 1
 
 
 class _SnapshotView:
-    """alpha/beta in sample-id space for ``RunStore`` snapshots (ids absent from the dataset,
-    e.g. dropped as overlong, are NaN)."""
+    """The sampler's state in sample-id space for ``RunStore`` (ids absent from the dataset,
+    e.g. dropped as overlong, are NaN): alpha/beta snapshots, and a peer's per-sample state."""
 
-    def __init__(self, alpha: np.ndarray | None, beta: np.ndarray | None, ids: np.ndarray):
+    def __init__(self, alpha: np.ndarray | None, beta: np.ndarray | None, ids: np.ndarray,
+                 inner: Any = None):
         size = int(ids.max()) + 1
         self.n_samples = size
         self.alpha = self.beta = None
@@ -64,6 +65,14 @@ class _SnapshotView:
             self.beta = np.full(size, np.nan)
             self.alpha[ids] = alpha
             self.beta[ids] = beta
+        if hasattr(inner, "sample_state"):  # a peer: its arrays by sample id, its scalars as-is
+            def by_id(values: np.ndarray) -> np.ndarray:
+                out = np.full(size, np.nan)
+                out[ids] = values
+                return out
+
+            self.sample_state = lambda: {k: by_id(v) for k, v in inner.sample_state().items()}
+            self.scalar_state = inner.scalar_state
 
 
 class VadeCurriculumSampler(AbstractCurriculumSampler):
@@ -195,13 +204,13 @@ class VadeCurriculumSampler(AbstractCurriculumSampler):
         self._recorder = RunRecorder(store, reopen_by_name(s.tracking_uri, s.experiment, s.run_id))
         store.start_run(method=s.method, sampler_config=self.inner.config,
                         config={"verl_sampler": asdict(s)})
-        view = _SnapshotView(self.inner.alpha, self.inner.beta, self.sample_ids)
-        store.log_initial_state(view.alpha, view.beta, n_samples=view.n_samples)
+        view = _SnapshotView(self.inner.alpha, self.inner.beta, self.sample_ids, self.inner)
+        store.log_initial_state(view.alpha, view.beta, n_samples=view.n_samples, state=view)
 
     def _log(self, obs: Any, seconds: float) -> None:
         from vade.train.recorder import step_metrics
 
-        view = _SnapshotView(self.inner.alpha, self.inner.beta, self.sample_ids)
+        view = _SnapshotView(self.inner.alpha, self.inner.beta, self.sample_ids, self.inner)
         self._recorder.log_step(
             obs, step_metrics(obs, rollouts=obs.n_rollouts, sampler_seconds=seconds),
             sampler_seconds=seconds, state=view, store_metrics={"epoch": self.epoch})

@@ -21,6 +21,13 @@ ROOT = Path(workflow.basedir)
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 from vade import methods as METHODS
+from vade.cluster.bill import make_bill
+from vade.cluster.resources import check_gpu_resources
+
+# GPUs asked of SLURM against the tensor-parallel sizes (refused here, naming the keys, rather than
+# inside vLLM or Ray once the job runs), then the whole grid's bill (vade plan), on every run.
+check_gpu_resources(config)
+logger.info(make_bill(config).text())
 DATA = f"data/{NAME}"
 RESULTS = f"results/{NAME}"
 REPORTS = f"reports/{NAME}"

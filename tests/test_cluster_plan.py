@@ -115,10 +115,14 @@ def test_checkpoint_disk_from_the_model_size(paper):
 @pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed")
 def test_dry_runs_print_the_bill_and_refuse_a_short_gpu_layout(tmp_path, paper):
     repo = clean_copy(tmp_path / "repo")
-    proc = subprocess.run([str(SNAKEMAKE), "-n", "--profile", "slurm"], cwd=repo,
+    proc = subprocess.run([str(SNAKEMAKE), "-n", "-p", "--profile", "slurm"], cwd=repo,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout + proc.stderr
+    # every GPU job starts with its preflight, whose findings land in the rule's log
+    assert out.count("python -m vade preflight --stage train --no-profile --model") == 15
+    assert out.count("python -m vade preflight --stage evaluate") == 68
+    assert out.count("python -m vade preflight --stage difficulty") == 2
     assert "bill of config paper: GPU-hours" in out
     assert "evaluation        17 checkpoints x 4 repeats" in out
     assert "TOTAL" in out
@@ -131,3 +135,16 @@ def test_dry_runs_print_the_bill_and_refuse_a_short_gpu_layout(tmp_path, paper):
     assert proc.returncode != 0
     assert "resources.evaluate.gpu = 2 but evaluate.policy.tensor_parallel_size = 4" in (
         proc.stdout + proc.stderr)
+
+
+@pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed")
+def test_cpu_demo_jobs_run_no_preflight(tmp_path):
+    """The tiny config's jobs have no GPU: their commands are what they were (no preflight)."""
+    repo = clean_copy(tmp_path / "repo")
+    proc = subprocess.run([str(SNAKEMAKE), "-n", "-p", "--configfile", "config/tiny.yaml"],
+                          cwd=repo, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout + proc.stderr
+    assert "python -m vade train --config-json" in out
+    assert "vade preflight" not in out
+    assert "bill of config tiny: no stage asks for GPUs" in out

@@ -28,6 +28,18 @@ from vade.cluster.resources import check_gpu_resources
 # inside vLLM or Ray once the job runs), then the whole grid's bill (vade plan), on every run.
 check_gpu_resources(config)
 logger.info(make_bill(config).text())
+# `vade preflight`, the first command of every GPU job, reads the whole config from here (like the
+# MLflow store: an environment setting, so that changing it reruns nothing).
+os.environ["VADE_WORKFLOW_CONFIG"] = json.dumps(config)
+
+
+def preflight(stage, log="{log}", extra=""):
+    """The command a GPU job runs before its own: `vade preflight` (its findings in the rule's log,
+    which the stage's command then overwrites); '' when the stage has no GPU, so the CPU demo's
+    jobs run exactly what they ran before."""
+    if not config["resources"].get(stage, {}).get("gpu"):
+        return ""
+    return (f"python -m vade preflight --stage {stage} --no-profile {extra} > {log} 2>&1 && ")
 DATA = f"data/{NAME}"
 RESULTS = f"results/{NAME}"
 REPORTS = f"reports/{NAME}"

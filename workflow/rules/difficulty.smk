@@ -22,5 +22,5 @@ rule init_difficulty:
     conda:
         engine_env(config["difficulty"]["engine"] == "vllm")
     shell:
-        "python -m vade init-difficulty --config-json {params.cfg:q} --data {input.train}"
+        preflight("difficulty") + "python -m vade init-difficulty --config-json {params.cfg:q} --data {input.train}"
         " --model {params.model} --out {params.out} > {log} 2>&1"

@@ -14,7 +14,7 @@ from typing import Any
 
 from vade.checks import check_bool, check_float, reject_unknown
 
-__all__ = ["PLAN_DEFAULTS", "ClusterConfig", "PlanAssumptions"]
+__all__ = ["PLAN_DEFAULTS", "ClusterConfig", "PlanAssumptions", "job_env"]
 
 # (default, why): none of these was measured here (no GPU); each is a conservative guess a user
 # replaces with the rate of their own first job (its log prints tokens/s).
@@ -97,3 +97,19 @@ class ClusterConfig:
             v["min_free_gb"] = check_float("cluster.min_free_gb", v["min_free_gb"], 0.0, 1e9)
         v["plan"] = PlanAssumptions.from_dict(v.get("plan"))
         return cls(**v)
+
+
+def job_env(config: Mapping[str, Any]) -> dict[str, str]:
+    """The environment every job of a GPU config gets when ``cluster.offline``: the staged cache
+    as Hugging Face's home, hub and datasets offline (no download, no token), and lmms-eval's
+    datasets cache pinned to it (on a network file system lmms-eval would otherwise pick another
+    folder). Empty for a config with no GPU stage (the CPU demo) or with ``offline: false``."""
+    from pathlib import Path
+
+    cluster = ClusterConfig.from_config(config)
+    resources = config.get("resources") or {}
+    if not cluster.offline or not any((r or {}).get("gpu") for r in resources.values()):
+        return {}
+    home = Path(cluster.cache_dir).resolve()
+    return {"HF_HOME": str(home), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1", "LMMS_EVAL_DATASETS_CACHE": str(home / "datasets")}

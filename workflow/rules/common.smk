@@ -31,6 +31,20 @@ logger.info(make_bill(config).text())
 # `vade preflight`, the first command of every GPU job, reads the whole config from here (like the
 # MLflow store: an environment setting, so that changing it reruns nothing).
 os.environ["VADE_WORKFLOW_CONFIG"] = json.dumps(config)
+# Hub assets staged by `vade prefetch` (rule prefetch) for configs with GPU stages; their jobs then
+# run offline against the cache (cluster.offline). Both empty for the CPU demo.
+from vade.cluster.assets import assets_of
+from vade.cluster.config import ClusterConfig, job_env
+
+os.environ.update(job_env(config))
+HUB_ASSETS = ([[a.id, a.revision, list(a.stages)] for a in assets_of(config)]
+              if job_env(config) else [])
+CACHE_MANIFEST = f"{ClusterConfig.from_config(config).cache_dir}/manifest.json"
+
+
+def prefetched(stage):
+    """The staged cache's manifest as an input of a stage that reads hub assets."""
+    return {"assets": CACHE_MANIFEST} if any(stage in a[2] for a in HUB_ASSETS) else {}
 
 
 def preflight(stage, log="{log}", extra=""):
@@ -212,6 +226,7 @@ def train_inputs(wc):
     method = METHODS.get(wc.method)
     diva = method.shaping == "diva"
     inputs = {
+        **prefetched("train"),
         "train": f"{DATA}/train.parquet",
         "val": f"{DATA}/val.parquet",
         "model": model_input(wc.model),
@@ -227,7 +242,8 @@ def train_inputs(wc):
 
 def eval_inputs(wc):
     """A trained run's done.json, or, for `<model>-base`, the base model itself."""
-    inputs = {"code": sources("vade/eval", "vade/rewards", "vade/tracking.py")}
+    inputs = {**prefetched("evaluate"),
+              "code": sources("vade/eval", "vade/rewards", "vade/tracking.py")}
     if config["data"]["kind"] == "synthetic":
         inputs["eval_sets"] = [f"{DATA}/eval/{d}.parquet" for d in synthetic_domains()]
     if wc.run.endswith("-base"):

@@ -4,6 +4,7 @@
 
 rule init_difficulty:
     input:
+        **prefetched("difficulty"),
         train=f"{DATA}/train.parquet",
         model=lambda wc: model_input(wc.model),
         code=sources("vade/rollout", "vade/models", "vade/rewards"),

@@ -30,7 +30,7 @@ check_gpu_resources(config)
 logger.info(make_bill(config).text())
 # `vade preflight`, the first command of every GPU job, reads the whole config from here (like the
 # MLflow store: an environment setting, so that changing it reruns nothing).
-os.environ["VADE_WORKFLOW_CONFIG"] = json.dumps(config)
+os.environ.update(VADE_WORKFLOW_CONFIG=json.dumps(config))
 # Hub assets staged by `vade prefetch` (rule prefetch) for configs with GPU stages; their jobs then
 # run offline against the cache (cluster.offline). Both empty for the CPU demo.
 from vade.cluster.assets import assets_of

@@ -55,8 +55,9 @@ def _write_hub(src: Path, config: dict) -> None:
             split = "train" if "data" in asset.stages else "testmini"
             pq.write_table(_table(f"{asset.id}/{name}"),
                            root / folder / f"{split}-00000-of-00001.parquet")
+            path = json.dumps(f"{folder}/{split}-*")
             card.append(f"- config_name: {json.dumps(name or 'default')}\n  data_files:\n"
-                        f"  - split: {split}\n    path: {json.dumps(folder + '/' + split + '-*')}\n")
+                        f"  - split: {split}\n    path: {path}\n")
         if asset.id == "HuggingFaceM4/ChartQA":  # no card configs: the split layout is read
             (root / "README.md").write_text("# a dataset card without configs\n")
         else:  # the hub's card: which files make which config and split

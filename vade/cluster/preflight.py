@@ -201,7 +201,8 @@ def check_assets(config: Mapping[str, Any], stage: str,
     need = [a for a in assets_of(config) if stage in a.stages]
     if not need:
         return [Check("assets", True, f"stage {stage} reads no hub asset")]
-    fix = f"run `vade prefetch --config <config>` on a node with network (cluster.cache_dir = {cache})"
+    fix = (f"run `vade prefetch --config <config>` on a node with network "
+           f"(cluster.cache_dir = {cache})")
     staged = _manifest(cache)
     checks = []
     for asset in need:

@@ -28,6 +28,7 @@ wildcard_constraints:
     seed=r"\d+",
 
 
+include: "workflow/rules/prefetch.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/model.smk"
 include: "workflow/rules/difficulty.smk"

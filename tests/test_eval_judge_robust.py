@@ -52,12 +52,12 @@ def _judge_calls(n: int) -> None:
 
 def test_judge_failing_half_way_fails_the_job_and_writes_no_score(tmp_path, stub, monkeypatch):
     from vade.cli import main
-    from vade.eval import runner
+    from vade.eval import command, runner
 
     seen = {}
 
     def stand_in(cfg, target, benchmarks, include, defaults, repeats=None, after_repeat=None,
-                 samples_log=None):
+                 samples_log=None, manager=None):
         seen["port"] = int(os.environ["OPENAI_API_URL"].rsplit(":", 1)[1].split("/")[0])
         rows = []
         for r in range(cfg.repeats) if repeats is None else repeats:
@@ -68,6 +68,7 @@ def test_judge_failing_half_way_fails_the_job_and_writes_no_score(tmp_path, stub
         return rows
 
     monkeypatch.setattr(runner, "evaluate_checkpoint", stand_in)
+    monkeypatch.setattr(command, "_preload", lambda *a: None)  # task "t" is not lmms-eval's
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     cfg = {"evaluate": {"kind": "paper", "repeats": 2, "max_new_tokens": 16, "benchmarks": [

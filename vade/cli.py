@@ -33,6 +33,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "init-difficulty": ("vade.rollout.command",
                         "G rollouts per training sample: the sampler's initial alpha/beta"),
     "train": ("vade.train.command", "one RL run (GRPO/GSPO, vanilla/DAPO/VADE), local CPU or verl"),
+    "preflight": ("vade.cluster.preflight_command",
+                  "a GPU job's first seconds: env, GPUs, assets, disk, SLURM profile"),
+    "prefetch": ("vade.cluster.prefetch_command",
+                 "stage every hub asset of a config into one offline cache, with a manifest"),
+    "plan": ("vade.cluster.plan_command",
+             "the whole grid's GPU-hours per stage and in total, with its assumptions"),
 }
 
 

@@ -132,8 +132,25 @@ def _report(args, config, cfg, target, rows) -> int:
     return 0
 
 
+def _preload(cfg, benchmarks, include, defaults):
+    """lmms-eval's TaskManager with every benchmark's task built and counted (vade.eval.preload);
+    the evaluation reuses it."""
+    from lmms_eval.tasks import TaskManager
+
+    from vade.eval.preload import preload_tasks
+    from vade.eval.runner import MODEL, VLLM_MODEL
+
+    manager = TaskManager("WARNING", include_path=list(include) or None,
+                          include_defaults=defaults,
+                          model_name=VLLM_MODEL if cfg.policy.engine == "vllm" else MODEL)
+    counts = preload_tasks(benchmarks, manager)
+    print("tasks loaded: " + ", ".join(f"{k} {v:,} items" for k, v in counts.items()), flush=True)
+    return manager
+
+
 def run(args: argparse.Namespace) -> int:
     from vade.eval import judge as judge_mod
+    from vade.eval.watchdog import WatchdogConfig, watching
     from vade.eval.config import EvaluateConfig
     from vade.eval.runner import evaluate_checkpoint, target_for
     from vade.eval.taskgen import SHIPPED_TASKS, local_benchmarks, write_local_tasks
@@ -177,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
                               temperature=cfg.temperature, top_p=cfg.top_p)
             benchmarks, include, defaults = [b for b, _ in local], [tmp], False
             judge_cfg = judge_mod.JudgeConfig()  # no judged local task
+            judged = []
         else:
             benchmarks, include, defaults = list(cfg.benchmarks), [str(SHIPPED_TASKS)], True
             judged = [b.name for b in benchmarks if b.judge]
@@ -187,12 +205,16 @@ def run(args: argparse.Namespace) -> int:
         plan = _plan(args, config, cfg, tuple(benchmarks))
         print("\n".join(plan.lines()), flush=True)
         plan.check()  # before loading anything: refuse what cannot finish in time
+        manager = _preload(cfg, benchmarks, include, defaults)  # before the judge and policy
         tag = f"{args.run_id}-r{args.repeat}" if args.repeat is not None else args.run_id
         with _sigterm_raises(), judge_mod.running_judge(judge_cfg, args.judge_log,
-                                                        tag=tag) as judge:
+                                                        tag=tag) as judge, \
+                watching(judge, judge_cfg.watchdog or WatchdogConfig(),
+                         judged=bool(judged)) as dog:
             if args.samples_log:
                 Path(args.samples_log).parent.mkdir(parents=True, exist_ok=True)
                 Path(args.samples_log).unlink(missing_ok=True)  # a rerun starts it afresh
             rows = evaluate_checkpoint(cfg, target, benchmarks, include, defaults, repeats,
-                                       after_repeat=judge.check, samples_log=args.samples_log)
+                                       after_repeat=dog.after_repeat,
+                                       samples_log=args.samples_log, manager=manager)
     return _report(args, config, cfg, target, rows)

@@ -126,6 +126,7 @@ class JudgeConfig:
     #                                   "{port}" and "{served_name}" are filled in
     ready_timeout_s: int = 1800
     max_error_fraction: float = 0.02  # failed or empty judge calls above which a job scores nothing
+    watchdog: Any = None              # evaluate.judge.watchdog (vade.eval.watchdog.WatchdogConfig)
 
     @classmethod
     def from_dict(cls, v: Mapping[str, Any]) -> JudgeConfig:
@@ -145,6 +146,9 @@ class JudgeConfig:
         if "max_error_fraction" in v:
             v["max_error_fraction"] = check_float("evaluate.judge.max_error_fraction",
                                                   v["max_error_fraction"], 0.0, 1.0)
+        from vade.eval.watchdog import WatchdogConfig
+
+        v["watchdog"] = WatchdogConfig.from_dict(v.get("watchdog"))
         for key in ("extra_args", "command"):
             if key in v:
                 if not isinstance(v[key], (list, tuple)) or not all(

@@ -201,11 +201,13 @@ def evaluate_checkpoint(cfg: EvaluateConfig, target: Target, benchmarks: Sequenc
                         include_path: Sequence[str], include_defaults: bool,
                         repeats: Sequence[int] | None = None,
                         after_repeat: Callable[[int], None] | None = None,
-                        samples_log: str | Path | None = None) -> list[EvalRow]:
+                        samples_log: str | Path | None = None,
+                        manager: Any = None) -> list[EvalRow]:
     """Seeded lmms-eval runs of ``benchmarks`` on ``target.checkpoint`` (``repeats``: which of
     the k, default all): one row per (benchmark, repeat). ``after_repeat(repeat)`` runs after
     each repeat, before its rows count (the judge's liveness and error check); ``samples_log``
-    keeps every sample (``write_samples``)."""
+    keeps every sample (``write_samples``); ``manager``: lmms-eval's TaskManager when the caller
+    built one already (``vade.eval.preload``)."""
     from lmms_eval.evaluator import simple_evaluate
     from lmms_eval.tasks import TaskManager
     from tqdm import tqdm
@@ -213,8 +215,8 @@ def evaluate_checkpoint(cfg: EvaluateConfig, target: Target, benchmarks: Sequenc
     from vade.eval.pixels import limits_env
 
     model = VLLM_MODEL if cfg.policy.engine == "vllm" else MODEL
-    manager = TaskManager("WARNING", include_path=list(include_path) or None,
-                          include_defaults=include_defaults, model_name=model)
+    manager = manager or TaskManager("WARNING", include_path=list(include_path) or None,
+                                     include_defaults=include_defaults, model_name=model)
     todo = list(range(cfg.repeats)) if repeats is None else list(repeats)
     # every engine gets images inside the same limits: our task hooks resize (vade.eval.pixels)
     os.environ.update(limits_env(pixels_for(cfg, target.checkpoint)))

@@ -37,6 +37,39 @@ except WorkflowError as exc:  # Snakemake's message prints the whole schema and 
                         "workflow/schemas/config.schema.yaml)") from None
 
 NAME = config["name"]
+from vade.cluster.bill import make_bill
+from vade.cluster.resources import check_gpu_resources
+
+# GPUs asked of SLURM against the tensor-parallel sizes (refused here, naming the keys, rather than
+# inside vLLM or Ray once the job runs), then the whole grid's bill (vade plan), on every run.
+check_gpu_resources(config)
+logger.info(make_bill(config).text())
+# `vade preflight`, the first command of every GPU job, reads the whole config from here (like the
+# MLflow store: an environment setting, so that changing it reruns nothing).
+os.environ.update(VADE_WORKFLOW_CONFIG=json.dumps(config))
+# Hub assets staged by `vade prefetch` (rule prefetch) for configs with GPU stages; their jobs then
+# run offline against the cache (cluster.offline). Both empty for the CPU demo.
+from vade.cluster.assets import assets_of
+from vade.cluster.config import ClusterConfig, job_env
+
+os.environ.update(job_env(config))
+HUB_ASSETS = ([[a.id, a.revision, list(a.stages)] for a in assets_of(config)]
+              if job_env(config) else [])
+CACHE_MANIFEST = f"{ClusterConfig.from_config(config).cache_dir}/manifest.json"
+
+
+def prefetched(stage):
+    """The staged cache's manifest as an input of a stage that reads hub assets."""
+    return {"assets": CACHE_MANIFEST} if any(stage in a[2] for a in HUB_ASSETS) else {}
+
+
+def preflight(stage, log="{log}", extra=""):
+    """The command a GPU job runs before its own: `vade preflight` (its findings in the rule's log,
+    which the stage's command then overwrites); '' when the stage has no GPU, so the CPU demo's
+    jobs run exactly what they ran before."""
+    if not config["resources"].get(stage, {}).get("gpu"):
+        return ""
+    return (f"python -m vade preflight --stage {stage} --no-profile {extra} > {log} 2>&1 && ")
 DATA = f"data/{NAME}"
 RESULTS = f"results/{NAME}"
 REPORTS = f"reports/{NAME}"
@@ -209,6 +242,7 @@ def train_inputs(wc):
     method = METHODS.get(wc.method)
     diva = method.shaping == "diva"
     inputs = {
+        **prefetched("train"),
         "train": f"{DATA}/train.parquet",
         "val": f"{DATA}/val.parquet",
         "model": model_input(wc.model),
@@ -224,7 +258,8 @@ def train_inputs(wc):
 
 def eval_inputs(wc):
     """A trained run's done.json, or, for `<model>-base`, the base model itself."""
-    inputs = {"code": sources("vade/eval", "vade/rewards", "vade/tracking.py")}
+    inputs = {**prefetched("evaluate"),
+              "code": sources("vade/eval", "vade/rewards", "vade/tracking.py")}
     if config["data"]["kind"] == "synthetic":
         inputs["eval_sets"] = [f"{DATA}/eval/{d}.parquet" for d in synthetic_domains()]
     if wc.run.endswith("-base"):

@@ -4,6 +4,7 @@
 
 rule build_data:
     input:
+        **prefetched("data"),
         code=sources("vade/data", "vade/rewards"),
     output:
         **data_outputs(),

@@ -4,6 +4,7 @@
 
 rule init_difficulty:
     input:
+        **prefetched("difficulty"),
         train=f"{DATA}/train.parquet",
         model=lambda wc: model_input(wc.model),
         code=sources("vade/rollout", "vade/models", "vade/rewards"),
@@ -22,5 +23,5 @@ rule init_difficulty:
     conda:
         engine_env(config["difficulty"]["engine"] == "vllm")
     shell:
-        "python -m vade init-difficulty --config-json {params.cfg:q} --data {input.train}"
+        preflight("difficulty") + "python -m vade init-difficulty --config-json {params.cfg:q} --data {input.train}"
         " --model {params.model} --out {params.out} > {log} 2>&1"

@@ -37,7 +37,8 @@ rule evaluate_repeat:
     conda:
         eval_env()
     shell:
-        "python -m vade evaluate --config-json {params.cfg:q} --run-id {wildcards.run}"
+        preflight("evaluate", log="{log.main}", extra="--out {output}")
+        + "python -m vade evaluate --config-json {params.cfg:q} --run-id {wildcards.run}"
         " --repeat {wildcards.repeat} --checkpoint {params.checkpoint} --data-dir {params.data_dir}"
         " --runtime-min {resources.runtime} --gpus {params.gpus} --judge-log {log.judge}"
         " --samples-log {log.samples}"

@@ -26,7 +26,8 @@ rule train:
     conda:
         engine_env(config["train"]["backend"] == "verl")
     shell:
-        "python -m vade train --config-json {params.cfg:q}"
+        preflight("train", extra="--model {wildcards.model} --out {params.out}")
+        + "python -m vade train --config-json {params.cfg:q}"
         " --backend {params.backend} --algorithm {wildcards.algorithm}"
         " --method {wildcards.method} --seed {wildcards.seed} --data-dir {params.data_dir}"
         " --model {params.model} {params.difficulty} --out {params.out} > {log} 2>&1"

@@ -178,6 +178,9 @@ def capped_trainer_class(base: type) -> type:
                                                    math.ceil(limit / per_epoch) + 1)
             self._vade = DapoRecorder(dict(cap), sample_ids=dataset_sample_ids(dataset),
                                       batch_size=bsz, gen_batch_size=gen_bsz, n=n)
+            from vade.train.verl.validated import write_validated_counts
+
+            write_validated_counts(self)  # the rows verl validates (pooled val/acc weights)
 
         def _load_checkpoint(self) -> Any:
             out = super()._load_checkpoint()

@@ -11,9 +11,12 @@ atomically (the Snakemake output).
 
 The config was parsed and validated once, by ``vade train`` (``TrainConfig.from_config``); this
 module only adds ``models.<model>.name_or_path`` and where the files are. The environment it sets
-for verl: ``MLFLOW_TRACKING_URI`` (verl's MLflow logger reads only that),
-``VERL_FILE_LOGGER_PATH`` (one metrics file per attempt, see ``vade.train.verl.rollouts``) and,
-for DAPO, ``PYTHONPATH`` with the verl-recipe checkout.
+for verl: ``MLFLOW_TRACKING_URI`` (verl's MLflow logger reads only that) and ``MLFLOW_RUN_ID``
+(the run's one MLflow run, found by name, which verl attaches to on every attempt),
+``VERL_FILE_LOGGER_PATH`` (one metrics file per attempt, renamed after it, see ``_rotate`` and
+``vade.train.verl.rollouts``) and,
+for DAPO, ``PYTHONPATH`` with the verl-recipe checkout; each also goes to Ray's runtime_env
+(``ray_env_overrides``), so actors get it on any Ray cluster.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any
 from vade.train.config import TrainConfig
 from vade.train.verl.overrides import RunSpec, build_overrides
 
-__all__ = ["launch", "model_path", "plan", "run"]
+__all__ = ["RAY_ENV", "launch", "mlflow_run_for", "model_path", "plan", "ray_env_overrides", "run"]
 
 _SQLITE = "sqlite:///"
 
@@ -111,16 +114,56 @@ def _copy_final(out_dir: Path) -> Path:
     return final
 
 
+# What every process of the run must see, passed to Ray explicitly (verl merges
+# ray_kwargs.ray_init.runtime_env into the job's runtime env): inheritance from this process
+# reaches the actors only when Ray starts here, not on a pre-started or multi-node cluster.
+RAY_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_NAME",
+           "VERL_FILE_LOGGER_PATH", "PYTHONPATH", "HF_HOME", "HF_HUB_OFFLINE",
+           "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "VADE_VERL_RECIPE_DIR")
+
+
+# verl's file logger truncates its file: every attempt writes this one path (so the config, which
+# verl logs to the run's one MLflow run as params, is the same on every attempt; MLflow refuses a
+# changed param) and the launcher renames it to attempt-<ns>.jsonl once the attempt ends.
+CURRENT = "current.jsonl"
+
+
+def _rotate(current: Path) -> None:
+    if current.is_file():
+        current.rename(current.with_name(f"attempt-{current.stat().st_mtime_ns}.jsonl"))
+
+
+def ray_env_overrides(env: Mapping[str, str]) -> list[str]:
+    """``+ray_kwargs.ray_init.runtime_env.env_vars.<K>='<v>'`` for each ``RAY_ENV`` key set."""
+    out = []
+    for key in RAY_ENV:
+        if env.get(key):
+            value = env[key].replace("\\", "\\\\").replace("'", "\\'")
+            out.append(f"+ray_kwargs.ray_init.runtime_env.env_vars.{key}='{value}'")
+    return out
+
+
+def mlflow_run_for(uri: str, experiment: str, run_name: str, *, fresh: bool) -> str:
+    """The one MLflow run of a training run, across its attempts: the run of that name (a run
+    that starts from step 0 replaces it). verl attaches to it through ``MLFLOW_RUN_ID`` instead
+    of opening a new run per attempt, and the sampler's recorder finds it by name."""
+    from vade.tracking import Tracker
+
+    return Tracker(uri, experiment, run_name, mode="new" if fresh else "resume").run_id
+
+
 def _pool_validation(spec: RunSpec, tracking_uri: str | None) -> None:
     """``val/acc`` and ``val/n`` from every attempt's verl metrics into the run's history and
-    MLflow (``vade.train.verl.validation``): the score the report reads."""
-    from vade.train.verl.validation import pool_run_validation, val_item_counts
+    MLflow (``vade.train.verl.validation``): the score the report reads, weighted by the rows
+    verl validated (``vade.train.verl.validated``)."""
+    from vade.train.verl.validated import read_validated_counts
+    from vade.train.verl.validation import pool_run_validation
 
     files = sorted((spec.out_dir / "verl-metrics").glob("attempt-*.jsonl"),
                    key=lambda p: int(p.stem.split("-")[1]))
     if not files:
         return
-    counts = val_item_counts(spec.data_dir / "val.parquet")
+    counts, _ = read_validated_counts(spec.out_dir, spec.data_dir / "val.parquet")
     _, experiment = _tracking(spec.cfg)
     pool_run_validation(files, counts, store=spec.out_dir / "history.duckdb", run_id=spec.run_id,
                         tracking_uri=tracking_uri, experiment=experiment)
@@ -135,19 +178,26 @@ def launch(cfg: TrainConfig, *, model: str, model_path: str, data_dir: str | Pat
     out = spec.out_dir
     (out / "verl-metrics").mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, **extra_env)
-    env["VERL_FILE_LOGGER_PATH"] = str(out / "verl-metrics" / f"attempt-{time.time_ns()}.jsonl")
+    current = out / "verl-metrics" / CURRENT
+    _rotate(current)  # a killed job's attempt keeps its own file
+    env["VERL_FILE_LOGGER_PATH"] = str(current)
     if spec.entry.endswith("dapo_entry"):
         from vade.train.verl.recipe import locate
 
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(locate()), env.get("PYTHONPATH"))
                                             if p)
+    uri = extra_env.get("MLFLOW_TRACKING_URI")
+    if uri:
+        fresh = not (out / "checkpoints" / "latest_checkpointed_iteration.txt").is_file()
+        env["MLFLOW_RUN_ID"] = mlflow_run_for(uri, _tracking(spec.cfg)[1], spec.run_id,
+                                              fresh=fresh)
+    cmd = [*cmd, *ray_env_overrides(env)]
     rc = _stream(cmd, env, out / "train.log")
+    _rotate(current)
     try:
-        _pool_validation(spec, extra_env.get("MLFLOW_TRACKING_URI"))
-    except Exception as exc:
-        if rc == 0:
-            raise
-        print(f"pooled validation not written: {exc}", file=sys.stderr)
+        _pool_validation(spec, uri)
+    except Exception as exc:  # noqa: BLE001  (reported: the trained model is not lost over it)
+        print(f"pooled validation (val/acc) not written: {exc}", file=sys.stderr)
     if rc != 0:
         raise RuntimeError(f"verl exited with status {rc} (see {out / 'train.log'})")
     final = _copy_final(out)

@@ -30,6 +30,12 @@ def observe_before_checkpoint(base: type) -> type:
     from verl.experimental.dataset.sampler import AbstractCurriculumSampler
 
     class VadePPOTrainer(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            from vade.train.verl.validated import write_validated_counts
+
+            super().__init__(*args, **kwargs)
+            write_validated_counts(self)  # the rows verl validates (pooled val/acc weights)
+
         def _update_actor(self, batch: Any) -> Any:
             out = super()._update_actor(batch)
             sampler = getattr(self.train_dataloader, "sampler", None)

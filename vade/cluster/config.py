@@ -1,0 +1,115 @@
+"""Config section ``cluster``: where hub assets are staged and what the bill assumes.
+
+Why a section of its own: the bill's rates and the asset cache are facts about the site, not
+about an experiment, so they never enter a rule's ``params`` (changing a throughput guess must
+not rerun a training job). Every rate is an assumption the bill names with its source: the
+config key when set here, else the default below with the reason it was chosen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from vade.checks import check_bool, check_float, reject_unknown
+
+__all__ = ["PLAN_DEFAULTS", "ClusterConfig", "PlanAssumptions", "job_env"]
+
+# (default, why): none of these was measured here (no GPU); each is a conservative guess a user
+# replaces with the rate of their own first job (its log prints tokens/s).
+PLAN_DEFAULTS: dict[str, tuple[float, str]] = {
+    "rollout_tokens_per_s": (4000.0, "assumed: vLLM decode of a 3B/7B VLM on a 4-GPU job, all "
+                                     "requests together; not measured here"),
+    "update_tokens_per_s": (8000.0, "assumed: FSDP actor update + reference/old log-probs over "
+                                    "prompt + response tokens on a 4-GPU job; not measured here"),
+    "prompt_tokens": (1024.0, "assumed mean prompt length with its image tokens"),
+    "job_overhead_min": (20.0, "assumed per GPU job: Ray start, model loads, checkpoint saves"),
+    "bytes_per_param": (16.0, "FSDP checkpoint: fp32 weights + two Adam moments (12 B) + bf16 "
+                              "HF weights (2 B) + slack"),
+}
+
+
+@dataclass(frozen=True)
+class PlanAssumptions:
+    """``cluster.plan``: the bill's rates (None: ``PLAN_DEFAULTS``)."""
+
+    rollout_tokens_per_s: float | None = None
+    update_tokens_per_s: float | None = None
+    prompt_tokens: float | None = None
+    job_overhead_min: float | None = None
+    bytes_per_param: float | None = None
+
+    @classmethod
+    def from_dict(cls, v: Mapping[str, Any] | None) -> PlanAssumptions:
+        v = dict(v or {})
+        reject_unknown(v, {f.name for f in fields(cls)}, "cluster.plan")
+        for key, value in v.items():
+            if value is not None:
+                v[key] = check_float(f"cluster.plan.{key}", value, 0.0, 1e12,
+                                     open_lo=key != "job_overhead_min")
+        return cls(**v)
+
+    def value(self, key: str) -> tuple[float, str]:
+        """(value, source) of one assumption: the config's, else the default and its reason."""
+        mine = getattr(self, key)
+        if mine is not None:
+            return mine, f"cluster.plan.{key} in the config"
+        default, why = PLAN_DEFAULTS[key]
+        return default, f"default, {why} (set cluster.plan.{key})"
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """``cluster``: the asset cache every GPU job reads offline, and the bill's assumptions.
+
+    ``cache_dir`` holds the hub cache (``hub/``) and prepared datasets (``datasets/``) that
+    ``vade prefetch`` fills and that jobs read with ``HF_HOME`` pointing at it; ``local_assets``
+    is a folder with one sub-folder per asset id (``<id>/``), for sites whose nodes never see the
+    hub; ``revisions`` pins an asset id to a hub revision (default ``main``).
+    """
+
+    cache_dir: str = "data/hub-cache"
+    local_assets: str | None = None
+    revisions: Mapping[str, str] = field(default_factory=dict)
+    offline: bool = True              # GPU jobs run with HF_HUB_OFFLINE=1
+    min_free_gb: float = 50.0         # disk that must stay free beside the run's checkpoints
+    plan: PlanAssumptions = field(default_factory=PlanAssumptions)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> ClusterConfig:
+        v = config.get("cluster") or {}
+        if not isinstance(v, Mapping):
+            raise ValueError(f"config key 'cluster' must be a mapping, got {type(v).__name__}")
+        v = dict(v)
+        reject_unknown(v, {f.name for f in fields(cls)}, "cluster")
+        for key in ("cache_dir", "local_assets"):
+            if key in v and v[key] is not None and (not isinstance(v[key], str) or not v[key]):
+                raise ValueError(f"cluster.{key} must be a folder path, got {v[key]!r}")
+        revs = v.get("revisions") or {}
+        if not isinstance(revs, Mapping) or not all(
+                isinstance(k, str) and isinstance(r, str) and r for k, r in revs.items()):
+            raise ValueError("cluster.revisions must map asset ids to revision strings")
+        v["revisions"] = dict(revs)
+        if "offline" in v:
+            check_bool("cluster.offline", v["offline"])
+        if "min_free_gb" in v:
+            v["min_free_gb"] = check_float("cluster.min_free_gb", v["min_free_gb"], 0.0, 1e9)
+        v["plan"] = PlanAssumptions.from_dict(v.get("plan"))
+        return cls(**v)
+
+
+def job_env(config: Mapping[str, Any]) -> dict[str, str]:
+    """The environment every job of a GPU config gets when ``cluster.offline``: the staged cache
+    as Hugging Face's home, hub and datasets offline (no download, no token), and lmms-eval's
+    datasets cache pinned to it (on a network file system lmms-eval would otherwise pick another
+    folder). Empty for a config with no GPU stage (the CPU demo) or with ``offline: false``."""
+    from pathlib import Path
+
+    cluster = ClusterConfig.from_config(config)
+    resources = config.get("resources") or {}
+    if not cluster.offline or not any((r or {}).get("gpu") for r in resources.values()):
+        return {}
+    home = Path(cluster.cache_dir).resolve()
+    return {"HF_HOME": str(home), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1", "LMMS_EVAL_DATASETS_CACHE": str(home / "datasets")}

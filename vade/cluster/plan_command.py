@@ -1,0 +1,24 @@
+"""``vade plan``: the whole grid's GPU-hours per stage and in total, with every assumption named
+(``vade.cluster.bill``). Exit status 2 when the config's GPU layout is refused
+(``resources.<stage>.gpu`` below a tensor-parallel size) or an evaluation job cannot finish in
+its runtime."""
+
+from __future__ import annotations
+
+import argparse
+
+from vade.config_io import add_config_arguments, load_config
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from vade.cluster.bill import make_bill
+
+    config = load_config(args)
+    print(make_bill(config).text())
+    return 0

@@ -1,0 +1,53 @@
+"""Every benchmark's task and dataset loaded and counted before the judge or the policy starts.
+
+Why: lmms-eval loads a task's dataset inside ``simple_evaluate``, after the policy model is
+loaded, and a paper job starts a 72B judge before that: a missing dataset, a task name typo or a
+hub login demanded by a task YAML surfaced only after both models were up (tens of minutes of
+four GPUs). Here the same ``TaskManager`` and ``get_task_dict`` lmms-eval uses build every task
+first (offline jobs read the prefetched cache), and a task that fails to load or holds no item is
+an error naming the benchmark and the key, in seconds. The manager is handed on to the
+evaluation, so tasks are indexed once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from vade.eval.config import Benchmark
+
+__all__ = ["preload_tasks"]
+
+
+def _leaves(node: Any) -> list[tuple[str, Any]]:
+    """(name, Task) of a (nested) task dict: a group maps to a dict of its subtasks."""
+    out = []
+    for key, value in node.items():
+        if isinstance(value, dict):
+            out += _leaves(value)
+        else:
+            out.append((getattr(key, "group_name", None) or str(key), value))
+    return out
+
+
+def preload_tasks(benchmarks: Sequence[Benchmark], manager: Any) -> dict[str, int]:
+    """Items per benchmark (all its tasks' evaluation docs); ValueError naming the benchmark
+    when its task is unknown to ``manager``, its dataset does not load, or it has no item."""
+    from lmms_eval.tasks import get_task_dict
+
+    counts: dict[str, int] = {}
+    for i, bench in enumerate(benchmarks):
+        where = f"benchmark {bench.name} (evaluate.benchmarks[{i}].task = {bench.task!r})"
+        if bench.task not in manager.all_tasks:
+            raise ValueError(f"{where}: lmms-eval knows no task or group of that name")
+        try:
+            tasks = _leaves(get_task_dict([bench.task], manager))
+        except Exception as exc:  # noqa: BLE001  (dataset, hub, YAML: every failure is named)
+            raise ValueError(f"{where}: its dataset did not load ({type(exc).__name__}: "
+                             f"{str(exc)[:300]}); stage it with `vade prefetch` and run with "
+                             f"HF_HOME at cluster.cache_dir (the workflow does)") from None
+        empty = [name for name, task in tasks if len(task.eval_docs) == 0]
+        if not tasks or empty:
+            raise ValueError(f"{where}: no item to evaluate in {empty or 'it'}")
+        counts[bench.name] = sum(len(task.eval_docs) for _, task in tasks)
+    return counts

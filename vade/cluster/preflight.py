@@ -21,6 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from vade.lockfile import pins_for_this_machine
+
 __all__ = ["STAGES", "Check", "check_assets", "check_disk", "check_gpus", "check_packages",
            "check_profile", "probe_gpus", "run_checks", "stage_env", "stage_packages"]
 
@@ -77,13 +79,9 @@ def _norm(name: str) -> str:
 def locked_versions(env: str, root: Path = Path()) -> dict[str, str]:
     """name -> version of an env's lock (``requirements/lock/envs/<env>.txt``), plus flash-attn
     from the post-deploy script that builds it."""
-    out: dict[str, str] = {}
     lock = root / LOCKS / f"{env}.txt"
-    if lock.is_file():
-        for line in lock.read_text().splitlines():
-            m = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s;]+)", line)
-            if m:
-                out[_norm(m.group(1))] = m.group(2)
+    out = ({name: pin.version for name, pin in pins_for_this_machine(lock).items()}
+           if lock.is_file() else {})
     post = root / POST_DEPLOY
     if env == "train-verl" and post.is_file():
         m = re.search(r"flash-attn==([\w.]+)", post.read_text())

@@ -116,7 +116,7 @@ def _offline(config: dict, loads: list) -> dict:
 
 LOADS = [["AI4Math/MathVista", None, "testmini"],
          ["lmms-lab-encoder/ScienceQA", "ScienceQA-IMG", "testmini"],
-         ["CaraJ/MathVerse-lmmseval", "testmini_version_split", "testmini"],
+         ["CaraJ/MathVerse-lmmseval", "testmini", "testmini"],  # evaluate.mathverse_subset: testmini
          ["lmms-lab/LLaVA-OneVision-Data", "geo170k(qa)", "train"],
          ["HuggingFaceM4/ChartQA", None, "train"]]
 

@@ -21,6 +21,12 @@ BENCHMARK_DATASETS: dict[str, tuple[tuple[str, str | None], ...]] = {
     "mathvista_testmini_cot": (("AI4Math/MathVista", None),),
     "mathverse_testmini_vision": (("CaraJ/MathVerse-lmmseval", "testmini_version_split"),),
     "mathvision_reason_testmini": (("MathLLMs/MathVision", None),),
+    # our tasks (vade/eval/tasks, the official scoring pipelines): the same datasets
+    "vade_mathvista_testmini": (("AI4Math/MathVista", None),),
+    "vade_mathverse_testmini": (("CaraJ/MathVerse-lmmseval", "testmini"),),
+    "vade_mathverse_testmini_vision_only": (("CaraJ/MathVerse-lmmseval", "testmini_version_split"),),
+    "vade_mathvision_testmini": (("MathLLMs/MathVision", None),),
+    "vade_mathvision_testmini_rule": (("MathLLMs/MathVision", None),),
     "vade_scienceqa_img_reasoning": (("lmms-lab-encoder/ScienceQA", "ScienceQA-IMG"),),
     "vade_chartqa_reasoning": (("lmms-lab-encoder/ChartQA", None),),
 }

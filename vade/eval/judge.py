@@ -296,6 +296,8 @@ def running_judge(cfg: JudgeConfig, log_path: str | Path | None = None,
         wait_ready(upstream["OPENAI_API_URL"], cfg.served_name, timeout_s=cfg.ready_timeout_s,
                    api_key=upstream["OPENAI_API_KEY"], proc=proc)
         relay = JudgeRelay(upstream["OPENAI_API_URL"])
+        from vade.eval.judge_client import STATS  # this judge's malformed verdicts start at 0
+        STATS.reset()
         env = {**upstream, "OPENAI_API_URL": relay.url}
         os.environ.update(env)
         yield JudgeHandle(cfg, env, proc, relay, log_path)

@@ -23,18 +23,12 @@ from typing import Any
 
 from vade.cluster.assets import Asset, assets_of
 from vade.cluster.config import ClusterConfig
+from vade.data.writer import file_sha256
 
 __all__ = ["OFFLINE_VARS", "file_records", "prefetch", "prepare_dataset"]
 
 OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
 
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def file_records(root: Path) -> list[dict[str, Any]]:
@@ -42,7 +36,7 @@ def file_records(root: Path) -> list[dict[str, Any]]:
     hub cache links snapshot files to blobs)."""
     files = sorted(p for p in root.rglob("*") if p.is_file())
     return [{"path": p.relative_to(root).as_posix(), "bytes": p.stat().st_size,
-             "sha256": _sha256(p)} for p in files]
+             "sha256": file_sha256(p)} for p in files]
 
 
 def _repo_dir(hub: Path, asset: Asset) -> Path:

@@ -17,7 +17,6 @@ run starts. The newest ``keep`` checkpoints are kept.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from vade.data.writer import file_sha256
 
 __all__ = ["capture_rng", "checkpoints", "latest_checkpoint", "load_checkpoint", "manifest",
            "remove_after", "remove_stale_temporaries", "restore_rng", "save_checkpoint"]
@@ -70,13 +71,6 @@ def latest_checkpoint(directory: str | Path) -> Path | None:
     return found[-1][1] if found else None
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def _write_atomic(final: Path, write: Any) -> None:
     tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
@@ -99,7 +93,7 @@ def save_checkpoint(directory: str | Path, step: int, state: dict[str, Any],
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"step_{int(step):08d}.pt"
     _write_atomic(final, lambda tmp: torch.save({**state, "step": int(step)}, tmp))
-    meta = {**(info or {}), "step": int(step), "sha256": _sha256(final),
+    meta = {**(info or {}), "step": int(step), "sha256": file_sha256(final),
             "bytes": final.stat().st_size}
     _write_atomic(_manifest_path(final),
                   lambda tmp: tmp.write_text(json.dumps(meta, sort_keys=True) + "\n"))
@@ -131,7 +125,7 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint not found: {path}")
     meta = manifest(path)
-    if path.stat().st_size != meta.get("bytes") or _sha256(path) != meta["sha256"]:
+    if path.stat().st_size != meta.get("bytes") or file_sha256(path) != meta["sha256"]:
         raise ValueError(f"checkpoint {path} is corrupt (its bytes do not match the checksum in "
                          f"{_manifest_path(path).name}); delete it and its manifest to resume "
                          "from an earlier checkpoint, or delete the run folder to start again")

@@ -10,7 +10,10 @@ over seeds list both seeds. Everything is real; only the sizes are small.
 
 from __future__ import annotations
 
+import json
 import math
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -116,12 +119,16 @@ def test_study_at_smoke_scale_trains_two_seeds_and_reports_intervals(tmp_path):
 def test_peers_overlay_and_plateau_overlay(tmp_path):
     """config/tiny-study-peers.yaml: the study's seeds and steps, its own outputs, vanilla, DAPO,
     VADE and the four peers (35 runs, MMR1 and SEC after the initial rollouts); the plateau
-    overlay on top reruns only vanilla, DAPO and VADE, at 300 steps, in the same outputs."""
+    overlay on top keeps all 35 runs in the grid (and so in the report) but gives only vanilla,
+    DAPO and VADE 300 steps, in the same outputs."""
     peers = yaml.safe_load((ROOT / "config" / "tiny-study-peers.yaml").read_text())
     assert peers["name"] != STUDY["name"] and "train" not in peers
     assert peers["experiments"]["seeds"] == STUDY["experiments"]["seeds"]
     plateau = yaml.safe_load((ROOT / "config" / "tiny-study-plateau.yaml").read_text())
-    assert set(plateau) == {"train", "experiments"} and plateau["train"] == {"steps": 300}
+    assert set(plateau) == {"experiments"}  # train.steps stays the study's 150
+    longer, peer_block = plateau["experiments"]["grid"]
+    assert longer["methods"] == ["vanilla", "dapo", "vade"] and longer["steps"] == 300
+    assert peer_block["methods"] == ["mopps", "greso", "mmr1", "sec"] and "steps" not in peer_block
     repo = clean_copy(tmp_path / "repo")
     base = ["-n", "--configfile", "config/tiny-study.yaml", "config/tiny-study-peers.yaml"]
     proc = _snakemake(repo, *base)
@@ -132,10 +139,16 @@ def test_peers_overlay_and_plateau_overlay(tmp_path):
     assert counts["train"] == 35 and counts["evaluate"] == 36
     for method in ("mopps", "greso", "mmr1", "sec"):
         assert f"results/tiny-study-peers/runs/tiny-grpo-{method}-s4/done.json" in out
-    proc = _snakemake(repo, *base, "config/tiny-study-plateau.yaml")
+    proc = _snakemake(repo, *base, "config/tiny-study-plateau.yaml", "-p")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
-    assert "tiny-grpo-vade-s4" in out and "tiny-grpo-mopps-s0" not in out
     table = out.split("Job stats:", 1)[1].split("\n\n", 1)[0]
     counts = {ln.split()[0]: int(ln.split()[1]) for ln in table.splitlines()[3:] if ln.strip()}
-    assert counts["train"] == 15
+    assert counts["train"] == 35
+    steps = {}  # run -> the steps in its training command's config
+    for cmd in re.findall(r"python -m vade train --config-json (\S+) .*?--method (\S+) "
+                          r"--seed (\d+)", out):
+        steps[f"{cmd[1]}-s{cmd[2]}"] = json.loads(shlex.split(cmd[0])[0])["train"]["steps"]
+    assert len(steps) == 35
+    assert {r: n for r, n in steps.items() if n != 150} == {
+        f"{m}-s{s}": 300 for m in ("vanilla", "dapo", "vade") for s in range(5)}

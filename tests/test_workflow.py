@@ -123,9 +123,13 @@ def test_tiny_config_builds_the_model_and_trains_on_cpu(repo: Path) -> None:
         (lambda c: c["train"].update(learning_rate=1e-3), "learning_rate"),
         (lambda c: c["train"].update(rollouts_per_prompt=1), "rollouts_per_prompt"),
         (lambda c: c["train"].setdefault("gspo", {}).update(loss_agg_mode="mean"), "mean"),
+        (lambda c: c["experiments"]["grid"][0].update(steps=0), "grid.0.steps"),
+        (lambda c: c["experiments"]["grid"].append({**c["experiments"]["grid"][0], "steps": 7}),
+         "different steps (None and 7)"),
     ],
     ids=["typo-key", "lambda-out-of-range", "unknown-method", "one-rollout", "typo-section",
-         "train-typo", "train-one-rollout", "bad-loss-mode"],
+         "train-typo", "train-one-rollout", "bad-loss-mode", "block-steps-zero",
+         "run-in-two-blocks-with-different-steps"],
 )
 def test_bad_config_fails_at_start_naming_the_key(repo: Path, tmp_path: Path, edit,
                                                   message: str) -> None:

@@ -58,7 +58,7 @@ def _is_local(ref: str) -> bool:
 def assets_of(config: Mapping[str, Any]) -> list[Asset]:
     """The hub assets of a whole config, in a stable order (models, judge, sources,
     benchmarks); revisions from ``cluster.revisions`` (default ``main``)."""
-    from vade.cluster.bill import grid_cells
+    from vade.grid import cells as grid_cells
     from vade.cluster.config import ClusterConfig
     from vade.eval.config import EvaluateConfig
 
@@ -74,7 +74,7 @@ def assets_of(config: Mapping[str, Any]) -> list[Asset]:
             entry["patterns"] = list(dict.fromkeys([*entry["patterns"], *patterns]))
 
     models = config.get("models") or {}
-    for m in dict.fromkeys(c[0] for c in grid_cells(config)):
+    for m in dict.fromkeys(c.model for c in grid_cells(config)):
         spec = models.get(m) or {}
         ref = spec.get("name_or_path")
         if spec.get("kind") == "pretrained" and ref and not _is_local(ref):

@@ -18,8 +18,10 @@ from typing import Any
 
 from vade.cluster.config import ClusterConfig
 from vade.cluster.resources import check_gpu_resources, stage_gpus
+from vade.grid import Cell, run_config
+from vade.grid import cells as grid_cells
 
-__all__ = ["Bill", "Line", "checkpoint_gb", "grid_cells", "make_bill", "split_rows"]
+__all__ = ["Bill", "Line", "checkpoint_gb", "make_bill", "split_rows"]
 
 
 @dataclass(frozen=True)
@@ -81,21 +83,6 @@ class Bill:
         return "\n".join(out)
 
 
-def grid_cells(config: Mapping[str, Any]) -> list[tuple[str, str, str, int]]:
-    """(model, algorithm, method, seed) of every training run, in the workflow's order
-    (``cells()`` in ``workflow/rules/common.smk``)."""
-    exp = config.get("experiments") or {}
-    seen: list[tuple[str, str, str, int]] = []
-    for block in exp.get("grid") or []:
-        for m in block["models"]:
-            for a in block["algorithms"]:
-                for meth in block["methods"]:
-                    for s in exp.get("seeds") or [0]:
-                        if (m, a, meth, s) not in seen:
-                            seen.append((m, a, meth, s))
-    return seen
-
-
 def split_rows(config: Mapping[str, Any]) -> tuple[int, int, str]:
     """(train rows, val rows, source): the split ``vade build-data`` makes, computed from the
     config (paper: each task's ``floor(val_fraction * n + 0.5)`` rows to val, as
@@ -143,12 +130,12 @@ def _hours(tokens: float, rate: float, overhead_min: float) -> float:
     return (tokens / rate / 60.0 + overhead_min) / 60.0
 
 
-def _training_line(config: Mapping[str, Any], cell: tuple[str, str, str, int], val_rows: int,
+def _training_line(config: Mapping[str, Any], cell: Cell, val_rows: int,
                    rates: Mapping[str, float], gpus: int) -> Line:
     from vade.train.config import TrainConfig
 
-    model, algorithm, method, seed = cell
-    t = TrainConfig.from_config(config, algorithm=algorithm, method=method, seed=seed)
+    t = TrainConfig.from_config(run_config(config, cell), algorithm=cell.algorithm,
+                                method=cell.method, seed=cell.seed)
     per_step = t.batch_size * t.rollouts_per_prompt
     factor = t.dapo.max_rollout_factor if t.spec.shaping == "dapo" else 1.0
     generated = t.steps * per_step * t.max_new_tokens * factor
@@ -159,7 +146,7 @@ def _training_line(config: Mapping[str, Any], cell: tuple[str, str, str, int], v
     validated = passes * rows * t.val_n * t.max_new_tokens
     minutes = ((generated + validated) / rates["rollout_tokens_per_s"]
                + updated / rates["update_tokens_per_s"]) / 60.0 + rates["job_overhead_min"]
-    return Line("training", f"{model}-{algorithm}-{method}-s{seed}", 1, minutes / 60.0, gpus,
+    return Line("training", cell.run_id, 1, minutes / 60.0, gpus,
                 _runtime_h(config, "train"))
 
 
@@ -182,8 +169,8 @@ def make_bill(config: Mapping[str, Any]) -> Bill:
     lines: list[Line] = []
 
     diff = config.get("difficulty") or {}
-    needs = [m for m in dict.fromkeys(c[0] for c in cells)
-             if any(methods.get(c[2]).needs_difficulty for c in cells if c[0] == m)]
+    needs = [m for m in dict.fromkeys(c.model for c in cells)
+             if any(methods.get(c.method).needs_difficulty for c in cells if c.model == m)]
     g, t_diff = int(diff.get("rollouts", 8)), int(diff.get("max_new_tokens", 16))
     for m in needs:
         hours = _hours(train_rows * g * t_diff, rates["rollout_tokens_per_s"],
@@ -209,7 +196,7 @@ def make_bill(config: Mapping[str, Any]) -> Bill:
         benches = tuple(Benchmark(d, d, "acc", items=syn.eval) for d in syn.domains)
     plan = make_plan(ev_cfg, runtime_min=res.get("runtime"), gpus=stage_gpus(config, "evaluate"),
                      benchmarks=benches)
-    checkpoints = len(cells) + len(dict.fromkeys(c[0] for c in cells))
+    checkpoints = len(cells) + len(dict.fromkeys(c.model for c in cells))
     lines.append(Line("evaluation", f"{checkpoints} checkpoints x {plan.repeats} repeats",
                       checkpoints * plan.repeats, plan.minutes_per_job / 60.0, plan.gpus,
                       _runtime_h(config, "evaluate")))

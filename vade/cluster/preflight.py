@@ -237,7 +237,8 @@ def check_disk(config: Mapping[str, Any], stage: str, where: str | Path,
                model: str | None = None,
                free_gb: Callable[[Path], float] | None = None) -> Check:
     """Free disk where the stage writes: a training run's checkpoints plus cluster.min_free_gb."""
-    from vade.cluster.bill import checkpoint_gb, grid_cells
+    from vade.cluster.bill import checkpoint_gb
+    from vade.grid import cells as grid_cells
     from vade.cluster.config import ClusterConfig
 
     path = Path(where)
@@ -247,7 +248,7 @@ def check_disk(config: Mapping[str, Any], stage: str, where: str | Path,
     need = ClusterConfig.from_config(config).min_free_gb
     what = "cluster.min_free_gb"
     if stage == "train":
-        models = [model] if model else list(dict.fromkeys(c[0] for c in grid_cells(config)))
+        models = [model] if model else list(dict.fromkeys(c.model for c in grid_cells(config)))
         ckpt = max((checkpoint_gb(config, m) for m in models), default=0.0)
         need += ckpt
         what = f"{ckpt:.0f} GB of checkpoints (train.keep_checkpoints) + cluster.min_free_gb"

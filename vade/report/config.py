@@ -8,6 +8,7 @@ from itertools import pairwise
 from typing import Any
 
 from vade.checks import check_bool, check_float, check_int, reject_unknown
+from vade.grid import cells
 
 __all__ = ["ReportConfig", "expected_runs", "table_columns"]
 
@@ -102,20 +103,10 @@ def table_columns(config: Mapping[str, Any], cfg: ReportConfig) -> tuple[str, ..
 def expected_runs(config: Mapping[str, Any]) -> tuple[str, ...]:
     """Run ids an ``experiments`` section asks for (same order as the workflow), plus the base
     model of each model; empty when the config has no ``experiments`` section."""
-    exp = config.get("experiments")
-    if not exp:
+    if not config.get("experiments"):
         return ()
-    try:
-        ids: list[str] = []
-        models: list[str] = []
-        for block in exp["grid"]:
-            for m in block["models"]:
-                models.append(m)
-                for a in block["algorithms"]:
-                    for meth in block["methods"]:
-                        for s in exp["seeds"]:
-                            ids.append(f"{m}-{a}-{meth}-s{s}")
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"experiments section is malformed: missing or bad {exc}") from None
+    grid = cells(config)
+    ids = [c.run_id for c in grid]
+    models = [c.model for c in grid]
     ids += [f"{m}-base" for m in models]
     return tuple(dict.fromkeys(ids))

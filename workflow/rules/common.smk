@@ -37,6 +37,14 @@ except WorkflowError as exc:  # Snakemake's message prints the whole schema and 
                         "workflow/schemas/config.schema.yaml)") from None
 
 NAME = config["name"]
+# The runs and each run's steps (a grid block may override train.steps): vade/grid.py, the one
+# expansion the bill, the report and preflight read too.
+from vade.grid import cells as grid_cells, run_config
+
+try:
+    CELLS = {c.run_id: c for c in grid_cells(config)}
+except ValueError as exc:
+    raise WorkflowError(f"config {exc}") from None
 from vade.cluster.bill import make_bill
 from vade.cluster.resources import check_gpu_resources
 
@@ -117,15 +125,7 @@ if placeholder_resources():
     )
 def cells():
     """(model, algorithm, method, seed) of every training run the config asks for, in order."""
-    seen = []
-    for block in config["experiments"]["grid"]:
-        for m in block["models"]:
-            for a in block["algorithms"]:
-                for meth in block["methods"]:
-                    for s in config["experiments"]["seeds"]:
-                        if (m, a, meth, s) not in seen:
-                            seen.append((m, a, meth, s))
-    return seen
+    return [(c.model, c.algorithm, c.method, c.seed) for c in CELLS.values()]
 
 
 def run_id(model, algorithm, method, seed):
@@ -225,13 +225,16 @@ def data_outputs():
 def train_params(wc):
     """Exactly what a run depends on: changing a VADE lambda reruns only the runs that choose with
     VADE's posterior, a DAPO cap only DAPO runs, a GSPO setting only GSPO runs, a verl knob only
-    verl runs (the sections each method reads: vade/methods.py)."""
-    train = {k: v for k, v in config["train"].items() if k not in ("grpo", "gspo", "verl")}
+    verl runs (the sections each method reads: vade/methods.py), a grid block's `steps` only
+    that block's runs."""
+    rid = run_id(wc.model, wc.algorithm, wc.method, wc.seed)
+    run = run_config(config, CELLS[rid]) if rid in CELLS else config
+    train = {k: v for k, v in run["train"].items() if k not in ("grpo", "gspo", "verl")}
     if train["backend"] == "verl":
-        train["verl"] = config["train"].get("verl", {})
+        train["verl"] = run["train"].get("verl", {})
     cfg = {
         "name": NAME,
-        "train": {**train, wc.algorithm: config["train"].get(wc.algorithm, {})},
+        "train": {**train, wc.algorithm: run["train"].get(wc.algorithm, {})},
     }
     for key in METHODS.get(wc.method).config_sections:
         cfg[key] = config.get(key, {})

@@ -1,0 +1,68 @@
+"""The experiment grid: which training runs a config asks for, and how long each one trains.
+
+One expansion of ``experiments.grid`` for every reader (the workflow's jobs, the bill, the
+report's expected runs, the prefetch and preflight model lists), so they can never disagree on the
+runs or their order. A grid block may set ``steps`` for its cells: a study can run DAPO on to its
+plateau while the peers beside it keep the shared ``train.steps``, in one grid and one report.
+Standard library only: the Snakefile imports it before any environment exists.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+__all__ = ["Cell", "cells", "run_config"]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One training run; ``steps`` is its block's override of ``train.steps`` (None: none)."""
+
+    model: str
+    algorithm: str
+    method: str
+    seed: int
+    steps: int | None = None
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.model}-{self.algorithm}-{self.method}-s{self.seed}"
+
+
+def cells(config: Mapping[str, Any]) -> list[Cell]:
+    """Every run of the grid, in block order, each once.
+
+    A run listed by two blocks is one run; if the blocks give it different ``steps`` the config
+    is refused, naming the run and both blocks (which length was meant cannot be guessed)."""
+    exp = config.get("experiments") or {}
+    found: dict[tuple[str, str, str, int], tuple[Cell, int]] = {}
+    for index, block in enumerate(exp.get("grid") or []):
+        try:
+            steps = block.get("steps")
+            product = [(m, a, meth, int(s)) for m in block["models"]
+                       for a in block["algorithms"] for meth in block["methods"]
+                       for s in exp.get("seeds") or [0]]
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"experiments.grid[{index}] is malformed: missing or bad "
+                             f"{exc}") from None
+        for key in product:
+            cell = Cell(*key, steps=steps)
+            if key not in found:
+                found[key] = (cell, index)
+            elif found[key][0].steps != steps:
+                first, at = found[key]
+                raise ValueError(
+                    f"experiments.grid[{at}] and experiments.grid[{index}] both list "
+                    f"{cell.run_id} with different steps ({first.steps} and {steps}): "
+                    "list each run in one block, or give both blocks the same steps")
+    return [cell for cell, _ in found.values()]
+
+
+def run_config(config: Mapping[str, Any], cell: Cell) -> dict[str, Any]:
+    """The config one run trains with: ``train.steps`` replaced by its block's ``steps``."""
+    out = copy.deepcopy(dict(config))
+    if cell.steps is not None:
+        out["train"] = {**(out.get("train") or {}), "steps": cell.steps}
+    return out

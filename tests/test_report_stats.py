@@ -93,13 +93,14 @@ def test_seed_statistics_hand_computed():
             if line.startswith("| ")}
     vade = rows["vade"]
     assert vade[1] == "2"  # the partial seed-2 run is left out
+    assert vade[2] == "20"  # the runs' last validated step
     # final val 0.7, 0.75: mean 0.725, sd 0.035355, se 0.025, t(1) = 12.7062 -> half 0.317655
-    assert vade[2] == "0.725 [0.407, 1.043]"
-    assert vade[3] == "0.100 [0.100, 0.100] *"  # paired: 0.7-0.6 and 0.75-0.65
-    assert vade[4] == "0.750 [0.115, 1.385]"  # ratio 0.7, 0.8
-    assert vade[5] == "0.300 [-0.971, 1.571]"  # 0.2, 0.4: se 0.1
-    assert vade[6].startswith("240 [-776, 1256] (2/2 reached)")  # 160, 320
-    assert rows["vanilla"][3] == "-" and rows["vanilla"][6].startswith("160 (n=1) (1/2 reached)")
+    assert vade[3] == "0.725 [0.407, 1.043]"
+    assert vade[4] == "0.100 [0.100, 0.100] *"  # paired: 0.7-0.6 and 0.75-0.65
+    assert vade[5] == "0.750 [0.115, 1.385]"  # ratio 0.7, 0.8
+    assert vade[6] == "0.300 [-0.971, 1.571]"  # 0.2, 0.4: se 0.1
+    assert vade[7].startswith("240 [-776, 1256] (2/2 reached)")  # 160, 320
+    assert rows["vanilla"][4] == "-" and rows["vanilla"][7].startswith("160 (n=1) (1/2 reached)")
     # VADE - DAPO final: -0.1, +0.15 -> 0.025; VADE to target / DAPO to peak: 160/700, 320/350
     head = rows["final validation, VADE - DAPO"]
     assert head[1].startswith("0.025 [")
@@ -162,3 +163,33 @@ def test_headline_row_when_dapo_never_beats_its_start():
     md = seed_statistics(_inputs(runs + [_run("t-grpo-vade-s1", [0.5, 0.6, 0.7], [0, 160, 320],
                                                [0.7] * 4)]), "val/acc", 0.995)
     assert "(0/1 seeds: VADE reached" in md  # seed 0's ratio is left out, never divided by 0
+
+
+def _long_run(run_id: str, val: list[float], ratio: list[float]) -> RunInfo:
+    """A run validated every 10 steps (step 0 first), one effective ratio per step."""
+    steps = np.arange(len(val)) * 10
+    val_curve = Curve(steps, np.array(val), steps * 16.0, "duckdb")
+    eff = Curve(np.arange(1, len(ratio) + 1), np.array(ratio), np.full(len(ratio), np.nan),
+                "duckdb")
+    return RunInfo(parse_run_id(run_id), "complete", last_step=int(steps[-1]),
+                   curves={"val/acc": val_curve, "effective_ratio": eff})
+
+
+def test_runs_of_different_lengths_are_compared_where_both_stood():
+    """Vanilla ran 40 steps, VADE 20: its differences are taken at step 20, not at vanilla's end
+    (there, vanilla's late 0.9/1.0 would turn +0.1 into -0.2/-0.25)."""
+    runs = [
+        _long_run("t-grpo-vanilla-s0", [0.5, 0.6, 0.6, 0.9, 0.9], [0.5] * 20 + [0.1] * 20),
+        _long_run("t-grpo-vanilla-s1", [0.5, 0.7, 0.65, 1.0, 1.0], [0.5] * 20 + [0.1] * 20),
+        _long_run("t-grpo-vade-s0", [0.5, 0.8, 0.7], [0.7] * 20),
+        _long_run("t-grpo-vade-s1", [0.5, 0.65, 0.75], [0.7] * 20),
+    ]
+    md = seed_statistics(_inputs(runs), "val/acc", 0.995, decimals=2)
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in md.splitlines()
+            if line.startswith("| ")}
+    assert rows["vanilla"][2] == "40" and rows["vade"][2] == "20"
+    assert rows["vanilla"][3] == "0.950 [0.315, 1.585]"  # each run at its own end: 0.9, 1.0
+    # at step 20: 0.7 - 0.6 and 0.75 - 0.65; ratios over steps 1-20: 0.7 - 0.5 in both seeds
+    assert rows["vade"][4] == "0.100 [0.100, 0.100] *"
+    assert rows["vade"][6] == "0.200 [0.200, 0.200] *"
+    assert "common last validated step" in md

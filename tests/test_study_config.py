@@ -111,7 +111,7 @@ def test_study_at_smoke_scale_trains_two_seeds_and_reports_intervals(tmp_path):
     rows = {ln.split(" | ")[0].lstrip("| "): ln.split(" | ") for ln in stats.splitlines()
             if ln.startswith("| ")}
     assert rows["vade"][1] == "2" and rows["dapo"][1] == "2"  # both seeds, complete
-    assert "[" in rows["vade"][2]  # a mean with its interval
+    assert rows["vade"][2] == "2" and "[" in rows["vade"][3]  # 2 steps; a mean with its interval
     assert "cannot rank" not in stats
 
 

@@ -56,6 +56,16 @@ class Curve:
     rollouts: np.ndarray  # cumulative rollouts at each step (NaN where unknown)
     source: str           # "duckdb" or "mlflow"
 
+    def upto(self, step: float) -> Curve:
+        """The curve through ``step``: what it was when the run stood there."""
+        keep = self.step <= step
+        return Curve(self.step[keep], self.value[keep], self.rollouts[keep], self.source)
+
+    def last_valid_step(self) -> float | None:
+        """The last step with a value (None: the curve has none)."""
+        ok = np.isfinite(self.value)
+        return float(self.step[ok].max()) if ok.any() else None
+
 
 @dataclass
 class RunInfo:
@@ -64,6 +74,12 @@ class RunInfo:
     path: str | None = None
     last_step: int = 0
     curves: dict[str, Curve] = field(default_factory=dict)
+
+    def upto(self, step: float) -> RunInfo:
+        """The run as it stood at ``step``: comparing runs of different lengths at a step both
+        reached (a 300-step run against a 150-step one at step 150)."""
+        return RunInfo(self.key, self.status, self.path, min(self.last_step, int(step)),
+                       {name: c.upto(step) for name, c in self.curves.items()})
 
 
 @dataclass

@@ -64,19 +64,6 @@ def at_step(curve: Curve | None, step: float) -> float | None:
     return float(curve.value[hit[0]]) if hit.size else None
 
 
-def _last_step(curve: Curve | None) -> float | None:
-    if curve is None or not np.isfinite(curve.value).any():
-        return None
-    return float(curve.step[np.isfinite(curve.value)].max())
-
-
-def _upto(curve: Curve | None, step: float) -> Curve | None:
-    if curve is None:
-        return None
-    keep = curve.step <= step
-    return Curve(curve.step[keep], curve.value[keep], curve.rollouts[keep], curve.source)
-
-
 @dataclass(frozen=True)
 class _Pair:
     """One seed's VADE-vs-peer numbers at their common last step."""
@@ -89,8 +76,8 @@ class _Pair:
     peer_reach: float | None
 
 
-def _ratio(run: RunInfo, step: float) -> float | None:
-    curve = _upto(run.curves.get("effective_ratio"), step)
+def _ratio(run: RunInfo) -> float | None:
+    curve = run.curves.get("effective_ratio")
     if curve is None or not np.isfinite(curve.value).any():
         return None
     return float(np.nanmean(curve.value))
@@ -104,13 +91,14 @@ def _reach(curve: Curve | None, target: float | None) -> float | None:
 
 def _pair(vade: RunInfo, peer: RunInfo, val_metric: str, target: float | None) -> _Pair | None:
     v, p = vade.curves.get(val_metric), peer.curves.get(val_metric)
-    lv, lp = _last_step(v), _last_step(p)
+    lv = None if v is None else v.last_valid_step()
+    lp = None if p is None else p.last_valid_step()
     if lv is None or lp is None:
         return None
-    common = min(lv, lp)
-    return _Pair(at_step(v, common), at_step(p, common), _ratio(vade, common),
-                 _ratio(peer, common), _reach(_upto(v, common), target),
-                 _reach(_upto(p, common), target))
+    vade, peer = vade.upto(min(lv, lp)), peer.upto(min(lv, lp))
+    v, p = vade.curves[val_metric], peer.curves[val_metric]
+    return _Pair(at_step(v, min(lv, lp)), at_step(p, min(lv, lp)), _ratio(vade), _ratio(peer),
+                 _reach(v, target), _reach(p, target))
 
 
 def _fmt(iv: Interval, decimals: int) -> str:

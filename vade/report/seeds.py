@@ -5,7 +5,9 @@ score (the last validated step), the run's mean effective gradient ratio, and th
 rollouts at which the run first reaches ``fraction`` of the same seed's DAPO peak (seeds that
 never reach it are counted, not averaged). Each as the mean and 95% t-interval over seeds, and
 as the per-seed difference to vanilla (paired: same seed, same model and data) with its own
-interval; then VADE against DAPO, the paper's headline. With one seed per method the section
+interval; then VADE against DAPO, the paper's headline. A pair of runs of different lengths (DAPO
+run on to its plateau beside peers at the study's length) is compared at the last step both
+validated, so a longer run's extra steps never count as a method's advantage. With one seed per method the section
 says that the report cannot rank methods.
 """
 
@@ -73,56 +75,100 @@ def _md(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-def _numbers(inputs: Inputs, model: str, algo: str, val_metric: str, fraction: float
-             ) -> dict[str, dict[int, RunNumbers]]:
-    """method -> seed -> numbers, complete runs only; targets from the same seed's DAPO run."""
-    runs = [inputs.runs[k.run_id] for k in inputs.run_keys()
-            if (k.model, k.algorithm) == (model, algo) and k.method in ORDER]
-    peaks = {r.key.seed: _peak(r.curves.get(val_metric)) for r in runs
-             if r.key.method == "dapo" and r.status == "complete"}
-    out: dict[str, dict[int, RunNumbers]] = {}
-    for r in runs:
-        if r.status != "complete":
-            continue
-        peak = peaks.get(r.key.seed)
-        out.setdefault(r.key.method, {})[r.key.seed] = run_numbers(
-            r, val_metric, None if peak is None else fraction * peak)
+def _complete(inputs: Inputs, model: str, algo: str) -> dict[str, dict[int, RunInfo]]:
+    """method -> seed -> run, complete runs of one (model, algorithm) only."""
+    out: dict[str, dict[int, RunInfo]] = {}
+    for k in inputs.run_keys():
+        run = inputs.runs[k.run_id]
+        if (k.model, k.algorithm) == (model, algo) and k.method in ORDER \
+                and run.status == "complete":
+            out.setdefault(k.method, {})[k.seed] = run
     return out
 
 
-def _method_rows(nums: dict[str, dict[int, RunNumbers]], d: int) -> list[list[str]]:
-    base = nums.get("vanilla", {})
+@dataclass(frozen=True)
+class _Table:
+    """One (model, algorithm)'s complete runs and the per-seed rollout targets (DAPO's peak)."""
+
+    runs: dict[str, dict[int, RunInfo]]
+    val_metric: str
+    targets: dict[int, float]
+
+    @classmethod
+    def of(cls, inputs: Inputs, model: str, algo: str, val_metric: str,
+           fraction: float) -> _Table:
+        runs = _complete(inputs, model, algo)
+        peaks = {s: _peak(r.curves.get(val_metric)) for s, r in runs.get("dapo", {}).items()}
+        return cls(runs, val_metric, {s: fraction * p for s, p in peaks.items() if p is not None})
+
+    def numbers(self, run: RunInfo) -> RunNumbers:
+        return run_numbers(run, self.val_metric, self.targets.get(run.key.seed))
+
+    def end(self, run: RunInfo) -> float | None:
+        curve = run.curves.get(self.val_metric)
+        return None if curve is None else curve.last_valid_step()
+
+    def paired(self, method: str, other: str) -> tuple[dict[int, RunNumbers],
+                                                        dict[int, RunNumbers]]:
+        """Both methods' numbers per shared seed, each run cut at the pair's common last
+        validated step: runs of different lengths (DAPO to its plateau, peers at the study's
+        length) are compared where both stood, never a longer run's end against a shorter's."""
+        a, b = self.runs.get(method, {}), self.runs.get(other, {})
+        out_a: dict[int, RunNumbers] = {}
+        out_b: dict[int, RunNumbers] = {}
+        for seed in sorted(set(a) & set(b)):
+            ends = [self.end(a[seed]), self.end(b[seed])]
+            if None in ends:
+                continue
+            out_a[seed] = self.numbers(a[seed].upto(min(ends)))
+            out_b[seed] = self.numbers(b[seed].upto(min(ends)))
+        return out_a, out_b
+
+
+def _steps_text(ends: Sequence[float | None]) -> str:
+    got = sorted({int(e) for e in ends if e is not None})
+    return "-" if not got else str(got[0]) if len(got) == 1 else f"{got[0]}-{got[-1]}"
+
+
+def _method_rows(table: _Table, d: int) -> list[list[str]]:
     rows = []
-    for method in [m for m in ORDER if m in nums]:
-        by_seed = nums[method]
+    for method in [m for m in ORDER if m in table.runs]:
+        runs = table.runs[method]
+        by_seed = {s: table.numbers(r) for s, r in runs.items()}
         val = {s: n.final_val for s, n in by_seed.items()}
         ratio = {s: n.mean_ratio for s, n in by_seed.items()}
         reach = [n.rollouts_to_target for n in by_seed.values()]
         reached = [r for r in reach if r is not None]
-        vs = method != "vanilla" and base
+        vs = method != "vanilla" and "vanilla" in table.runs
+        mine, base = table.paired(method, "vanilla") if vs else ({}, {})
         rows.append([
-            method, str(len(by_seed)),
+            method, str(len(by_seed)), _steps_text([table.end(r) for r in runs.values()]),
             mean_interval(list(val.values())).text(d + 1),
-            _fmt(paired_interval(val, {s: n.final_val for s, n in base.items()}), d + 1)
+            _fmt(paired_interval({s: n.final_val for s, n in mine.items()},
+                                 {s: n.final_val for s, n in base.items()}), d + 1)
             if vs else "-",
             mean_interval(list(ratio.values())).text(d + 1),
-            _fmt(paired_interval(ratio, {s: n.mean_ratio for s, n in base.items()}), d + 1)
+            _fmt(paired_interval({s: n.mean_ratio for s, n in mine.items()},
+                                 {s: n.mean_ratio for s, n in base.items()}), d + 1)
             if vs else "-",
             f"{mean_interval(reached).text(0)} ({len(reached)}/{len(reach)} reached)",
         ])
     return rows
 
 
-def _headline_rows(nums: dict[str, dict[int, RunNumbers]], d: int) -> list[list[str]]:
-    vade, dapo = nums.get("vade", {}), nums.get("dapo", {})
-    seeds = sorted(set(vade) & set(dapo))
+def _headline_rows(table: _Table, d: int) -> list[list[str]]:
+    vade, dapo = table.paired("vade", "dapo")
+    seeds = sorted(vade)
     if not seeds:
         return []
     val = paired_interval({s: vade[s].final_val for s in seeds},
                           {s: dapo[s].final_val for s in seeds})
-    both = [s for s in seeds if vade[s].rollouts_to_target is not None
-            and dapo[s].rollouts_to_peak]
-    ratio = mean_interval([vade[s].rollouts_to_target / dapo[s].rollouts_to_peak
+    # the rollout ratio reads each run whole: VADE's first reaching DAPO's peak, DAPO's peak
+    whole_vade = {s: table.numbers(table.runs["vade"][s]) for s in seeds}
+    whole_dapo = {s: table.numbers(table.runs["dapo"][s]) for s in seeds}
+    both = [s for s in seeds if whole_vade[s].rollouts_to_target is not None
+            and whole_dapo[s].rollouts_to_peak]
+    ratio = mean_interval([whole_vade[s].rollouts_to_target / whole_dapo[s].rollouts_to_peak
                            for s in both])
     return [["final validation, VADE - DAPO", _fmt(val, d + 1), str(val.n)],
             ["VADE's rollouts to target / DAPO's to its peak", ratio.text(d + 1)
@@ -145,19 +191,21 @@ def seed_statistics(inputs: Inputs, val_metric: str, fraction: float, decimals: 
             "evidence either way. Run several seeds (`experiments.seeds`, e.g. "
             "config/tiny-study.yaml) for intervals."), ""])
     target = f"{fraction * 100:g}% of DAPO's peak"
-    header = ["method", "seeds", "final validation", "Δ vs vanilla (paired)",
+    header = ["method", "seeds", "steps", "final validation", "Δ vs vanilla (paired)",
               "mean effective ratio", "Δ vs vanilla (paired)", f"rollouts to {target}"]
     for model, algo in pairs:
-        nums = _numbers(inputs, model, algo, val_metric, fraction)
-        text += [f"### {model} {algo.upper()}", "", _md(header, _method_rows(nums, decimals)), ""]
-        head = _headline_rows(nums, decimals)
+        table = _Table.of(inputs, model, algo, val_metric, fraction)
+        text += [f"### {model} {algo.upper()}", "", _md(header, _method_rows(table, decimals)),
+                 ""]
+        head = _headline_rows(table, decimals)
         if head:
             text += [_md(["VADE vs DAPO (paired by seed)", "mean [95% interval]", "seeds"], head),
                      ""]
     text.append(
         f"Mean over seeds [95% t-interval]; Δ columns: the mean of per-seed differences (same "
-        f"seed, model and data) with their own interval; * = the interval excludes 0. Final "
-        f"validation = '{val_metric}' at the run's last validated step. Rollouts: cumulative "
+        f"seed, model and data) with their own interval, both runs taken at the pair's common "
+        f"last validated step; * = the interval excludes 0. Steps: the runs' last validated "
+        f"step. Final validation = '{val_metric}' at that step. Rollouts: cumulative "
         f"rollouts at the first validation point at or above {target} for the same seed "
         "(mean over the seeds that reach it). Complete runs only.")
     return "\n".join(text) + "\n"

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from test_train_local import data  # noqa: F401  (module fixture)
+from test_train_local import write_toy_data
 
 from vade.tracking import NullTracker, Tracker, TrackingConfig, flatten, open_tracker
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    return write_toy_data(tmp_path_factory.mktemp("data"))
 
 
 def test_config_defaults_and_errors(monkeypatch):

@@ -41,15 +41,19 @@ def _write_split(path: Path, n: int, split: str, seed: int, start: int = 0) -> N
     pq.write_table(pa.Table.from_pylist(rows), path)
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("data")
+def write_toy_data(d: Path) -> Path:
+    """The toy runs' train/val splits and initial difficulty in ``d`` (other modules' ``data``)."""
     _write_split(d / "train.parquet", N_TRAIN, "train", 0)
     _write_split(d / "val.parquet", 12, "val", 1, start=1000)
     r = np.random.default_rng(2).integers(0, G + 1, N_TRAIN)
     pq.write_table(pa.table({"sample_id": np.arange(N_TRAIN, dtype=np.int64), "correct": r,
                              "rollouts": np.full(N_TRAIN, G)}), d / "initial.parquet")
     return d
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    return write_toy_data(tmp_path_factory.mktemp("data"))
 
 
 def _cfg(tmp_path: Path, **train) -> TrainConfig:

@@ -12,10 +12,15 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from test_train_local import _cfg, _paths, _tables, data  # noqa: F401  (module fixture)
+from test_train_local import _cfg, _paths, _tables, write_toy_data
 
 from vade.train.local import train_local
 from vade.train.local.toy import ToyPolicy
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    return write_toy_data(tmp_path_factory.mktemp("data"))
 
 
 def _train(cfg, data: Path, out: Path, **kw) -> dict:

@@ -96,6 +96,16 @@ class Inputs:
     def run_keys(self) -> list[RunKey]:
         return sorted(r.key for r in self.runs.values())
 
+    def complete_runs(self, model: str, algorithm: str) -> dict[str, dict[int, RunInfo]]:
+        """method -> seed -> run: the complete training runs of one (model, algorithm)."""
+        out: dict[str, dict[int, RunInfo]] = {}
+        for k in self.run_keys():
+            run = self.runs[k.run_id]
+            if (k.model, k.algorithm) == (model, algorithm) and k.method != "base" \
+                    and run.status == "complete":
+                out.setdefault(k.method, {})[k.seed] = run
+        return out
+
     def initial_rollouts_of(self, key: RunKey) -> int | None:
         """Rollouts of the initial difficulty estimate (Algorithm 1, lines 1-2: G per sample,
         about one epoch) that run ``key`` started from: 0 for methods that do not use it

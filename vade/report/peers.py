@@ -115,12 +115,6 @@ def _reach_text(values: Sequence[float | None]) -> str:
     return f"{mean_interval(got).text(0)} ({len(got)}/{len(values)})"
 
 
-def _complete(inputs: Inputs, model: str, algo: str, method: str) -> dict[int, RunInfo]:
-    return {k.seed: inputs.runs[k.run_id] for k in inputs.run_keys()
-            if (k.model, k.algorithm, k.method) == (model, algo, method)
-            and inputs.runs[k.run_id].status == "complete"}
-
-
 def _plateau_rows(dapo: dict[int, RunInfo], vade: dict[int, RunInfo], val_metric: str,
                   fraction: float, d: int) -> tuple[list[str], dict[int, float]]:
     """DAPO's plateau per seed (text lines) and the targets it sets."""
@@ -165,8 +159,8 @@ def peer_statistics(inputs: Inputs, val_metric: str, fraction: float = 0.995,
               f"rollouts to {fraction * 100:g}% of DAPO's plateau: VADE", "peer",
               "VADE / peer (seeds both reach)"]
     for model, algo in pairs:
-        vade = _complete(inputs, model, algo, "vade")
-        dapo = _complete(inputs, model, algo, "dapo")
+        complete = inputs.complete_runs(model, algo)
+        vade, dapo = complete.get("vade", {}), complete.get("dapo", {})
         text += [f"### {model} {algo.upper()}", ""]
         targets: dict[int, float] = {}
         if dapo:
@@ -174,7 +168,7 @@ def peer_statistics(inputs: Inputs, val_metric: str, fraction: float = 0.995,
             text += [*head, ""]
         rows = []
         for peer in PEERS:
-            runs = _complete(inputs, model, algo, peer)
+            runs = complete.get(peer, {})
             seeds = sorted(set(runs) & set(vade))
             if not seeds:
                 continue

@@ -75,17 +75,6 @@ def _md(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-def _complete(inputs: Inputs, model: str, algo: str) -> dict[str, dict[int, RunInfo]]:
-    """method -> seed -> run, complete runs of one (model, algorithm) only."""
-    out: dict[str, dict[int, RunInfo]] = {}
-    for k in inputs.run_keys():
-        run = inputs.runs[k.run_id]
-        if (k.model, k.algorithm) == (model, algo) and k.method in ORDER \
-                and run.status == "complete":
-            out.setdefault(k.method, {})[k.seed] = run
-    return out
-
-
 @dataclass(frozen=True)
 class _Table:
     """One (model, algorithm)'s complete runs and the per-seed rollout targets (DAPO's peak)."""
@@ -97,7 +86,7 @@ class _Table:
     @classmethod
     def of(cls, inputs: Inputs, model: str, algo: str, val_metric: str,
            fraction: float) -> _Table:
-        runs = _complete(inputs, model, algo)
+        runs = inputs.complete_runs(model, algo)
         peaks = {s: _peak(r.curves.get(val_metric)) for s, r in runs.get("dapo", {}).items()}
         return cls(runs, val_metric, {s: fraction * p for s, p in peaks.items() if p is not None})
 

@@ -119,16 +119,16 @@ def test_study_at_smoke_scale_trains_two_seeds_and_reports_intervals(tmp_path):
 def test_peers_overlay_and_plateau_overlay(tmp_path):
     """config/tiny-study-peers.yaml: the study's seeds and steps, its own outputs, vanilla, DAPO,
     VADE and the four peers (35 runs, MMR1 and SEC after the initial rollouts); the plateau
-    overlay on top keeps all 35 runs in the grid (and so in the report) but gives only DAPO 300
-    steps, in the same outputs."""
+    overlay on top keeps all 35 runs in the grid (and so in the report) but gives only DAPO and
+    VADE 300 steps, in the same outputs."""
     peers = yaml.safe_load((ROOT / "config" / "tiny-study-peers.yaml").read_text())
     assert peers["name"] != STUDY["name"] and "train" not in peers
     assert peers["experiments"]["seeds"] == STUDY["experiments"]["seeds"]
     plateau = yaml.safe_load((ROOT / "config" / "tiny-study-plateau.yaml").read_text())
     assert set(plateau) == {"experiments"}  # train.steps stays the study's 150
     longer, peer_block = plateau["experiments"]["grid"]
-    assert longer["methods"] == ["dapo"] and longer["steps"] == 300
-    assert peer_block["methods"] == ["vanilla", "vade", "mopps", "greso", "mmr1", "sec"]
+    assert longer["methods"] == ["dapo", "vade"] and longer["steps"] == 300
+    assert peer_block["methods"] == ["vanilla", "mopps", "greso", "mmr1", "sec"]
     assert "steps" not in peer_block
     repo = clean_copy(tmp_path / "repo")
     base = ["-n", "--configfile", "config/tiny-study.yaml", "config/tiny-study-peers.yaml"]
@@ -151,4 +151,5 @@ def test_peers_overlay_and_plateau_overlay(tmp_path):
                           r"--seed (\d+)", out):
         steps[f"{cmd[1]}-s{cmd[2]}"] = json.loads(shlex.split(cmd[0])[0])["train"]["steps"]
     assert len(steps) == 35
-    assert {r: n for r, n in steps.items() if n != 150} == {f"dapo-s{s}": 300 for s in range(5)}
+    assert {r: n for r, n in steps.items() if n != 150} == {
+        f"{m}-s{s}": 300 for m in ("dapo", "vade") for s in range(5)}

@@ -9,7 +9,6 @@ Standard library only: the Snakefile imports it before any environment exists.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -62,7 +61,6 @@ def cells(config: Mapping[str, Any]) -> list[Cell]:
 
 def run_config(config: Mapping[str, Any], cell: Cell) -> dict[str, Any]:
     """The config one run trains with: ``train.steps`` replaced by its block's ``steps``."""
-    out = copy.deepcopy(dict(config))
-    if cell.steps is not None:
-        out["train"] = {**(out.get("train") or {}), "steps": cell.steps}
-    return out
+    if cell.steps is None:
+        return dict(config)
+    return {**config, "train": {**(config.get("train") or {}), "steps": cell.steps}}

@@ -123,11 +123,6 @@ if placeholder_resources():
         + ". Put your cluster's account and partitions in slurm/config.yaml (sbatch rejects"
         " these names)."
     )
-def cells():
-    """(model, algorithm, method, seed) of every training run the config asks for, in order."""
-    return [(c.model, c.algorithm, c.method, c.seed) for c in CELLS.values()]
-
-
 def run_id(model, algorithm, method, seed):
     return f"{model}-{algorithm}-{method}-s{seed}"
 
@@ -317,8 +312,8 @@ def checkpoint_of(wc):
 
 
 def report_inputs(wc):
-    runs = [run_id(*cell) for cell in cells()]
-    bases = sorted({m for m, _, _, _ in cells()})
+    runs = list(CELLS)
+    bases = sorted({c.model for c in CELLS.values()})
     return {
         "runs": [f"{RESULTS}/runs/{r}/done.json" for r in runs],
         "evals": [f"{RESULTS}/eval/{r}.duckdb" for r in runs]

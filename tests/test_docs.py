@@ -26,10 +26,12 @@ import numpy as np
 import pytest
 import yaml
 
+from vade.cluster.bill import split_rows
 from vade.config_io import read_yaml
 from vade.data.config import data_config_from_mapping
 from vade.eval.config import EvaluateConfig
 from vade.eval.store import EvalRow, write_eval_results
+from vade.models.tokenizer import DEFAULT_SYSTEM_PROMPT
 from vade.rollout.difficulty import difficulty_config_from_section
 from vade.sampling import make_sampler
 from vade.store import RunStore
@@ -319,6 +321,18 @@ def test_reproduction_notes_match_the_paper_config() -> None:
                 and not math.isclose(theirs, mine) and "differs" not in why):
             problems.append(f"{key}: the paper's {paper} differs from ours; say why ('differs')")
     assert not problems, "\n".join(problems)
+
+
+def test_the_unkeyed_settings_and_the_epochs_hold() -> None:
+    """Two rows the key check cannot reach: the system prompt the chat template inserts, and
+    240 steps being the paper's 15 epochs of the training split at B = 512."""
+    text = REPRODUCTION.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| system prompt |"))
+    assert f'"{DEFAULT_SYSTEM_PROMPT}"' in row
+    raw = read_yaml(PAPER_CONFIG)
+    n_train, _, _ = split_rows(raw)
+    assert f"{n_train:,} training rows" in text
+    assert raw["train"]["steps"] == 15 * (n_train // raw["train"]["batch_size"])
 
 
 def test_the_reproduction_check_catches_drift(tmp_path: Path) -> None:

@@ -52,15 +52,15 @@ PROCESS_WORDS = re.compile(
 
 
 # ----------------------------------------------------------------------------- markdown parsing
-def _prose(text: str) -> list[tuple[int, str]]:
-    """(line number, line) outside fenced code blocks, inline code removed."""
+def _prose(text: str, *, keep_code: bool = False) -> list[tuple[int, str]]:
+    """(line number, line) outside fenced code blocks; inline code removed unless ``keep_code``
+    (headings are slugged with their code text, links inside code are not links)."""
     out, fenced = [], False
     for i, line in enumerate(text.splitlines(), 1):
         if FENCE.match(line.strip()):
             fenced = not fenced
-            continue
-        if not fenced:
-            out.append((i, re.sub(r"`[^`]*`", "", line)))
+        elif not fenced:
+            out.append((i, line if keep_code else re.sub(r"`[^`]*`", "", line)))
     return out
 
 
@@ -73,24 +73,13 @@ def slug(heading: str) -> str:
 def anchors(path: Path) -> set[str]:
     seen: dict[str, int] = {}
     out = set()
-    for _, line in _prose_with_code(path.read_text()):
+    for _, line in _prose(path.read_text(), keep_code=True):
         m = re.match(r"^#{1,6}\s+(.*)$", line)
         if m:
             base = slug(m.group(1).replace("`", ""))
             n = seen.get(base, 0)
             seen[base] = n + 1
             out.add(base if n == 0 else f"{base}-{n}")
-    return out
-
-
-def _prose_with_code(text: str) -> list[tuple[int, str]]:
-    """Like ``_prose`` but keeps inline code (headings are slugged with their code text)."""
-    out, fenced = [], False
-    for i, line in enumerate(text.splitlines(), 1):
-        if FENCE.match(line.strip()):
-            fenced = not fenced
-        elif not fenced:
-            out.append((i, line))
     return out
 
 
@@ -145,7 +134,8 @@ def test_the_link_checker_catches_a_broken_file_and_anchor(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_process_words_in_user_docs(page: Path) -> None:
-    hits = [f"{page.relative_to(ROOT)}:{i}: {m.group(0)!r}" for i, line in _prose(page.read_text())
+    hits = [f"{page.relative_to(ROOT)}:{i}: {m.group(0)!r}"
+            for i, line in enumerate(page.read_text().splitlines(), 1)
             for m in PROCESS_WORDS.finditer(line)]
     assert not hits, "user docs name the work tracking:\n" + "\n".join(hits)
 
@@ -162,13 +152,15 @@ def test_the_readme_is_a_front_door() -> None:
 
 
 # ----------------------------------------------------------------------------- runnable blocks
-def _history(path: Path, run_id: str, method: str, n: int = 300, b: int = 16, g: int = 8,
+def _history(path: Path, method: str, n: int = 300, b: int = 16, g: int = 8,
              steps: int = 6) -> None:
-    """A real sampler driven by seeded outcomes, logged with the project's own writer."""
+    """A real sampler driven by seeded outcomes, logged with the project's own writer (a DIVA
+    run's levels too); the run id is the folder's name."""
+    run_id = path.parent.name
+    path.parent.mkdir(parents=True)
     rng = np.random.default_rng(len(run_id))
     init = rng.integers(0, g + 1, n).astype(float)
-    kwargs = {} if method == "vanilla" else {"alpha": init, "beta": g - init}
-    sampler = make_sampler(method, n, b, seed=0, **kwargs)
+    sampler = make_sampler(method, n, b, seed=0, alpha=init, beta=g - init)
     with RunStore(path, run_id, snapshot_every=3) as store:
         store.start_run(method=method, sampler_config=sampler.config, config={"lr": 5e-5},
                         code_version="docs-test")
@@ -178,16 +170,17 @@ def _history(path: Path, run_id: str, method: str, n: int = 300, b: int = 16, g:
             idx = sampler.select()
             obs = sampler.observe(idx, rng.integers(0, g + 1, len(idx)), g)
             store.log_step(obs, sampler_seconds=0.001, metrics={"val/acc": 0.5}, state=sampler)
+            if method == "diva":
+                store.log_levels(obs.step, idx, rng.integers(1, 10, len(idx)))
 
 
 def _world(root: Path) -> None:
-    """A folder that looks like a checkout after ``make demo``, in miniature."""
+    """A folder that looks like a checkout after ``make demo`` and the study, in miniature."""
     shutil.copytree(ROOT / "config", root / "config")
-    runs = root / "results" / "tiny" / "runs"
-    for method in ("vade", "vanilla"):
-        run_id = f"tiny-grpo-{method}-s0"
-        (runs / run_id).mkdir(parents=True)
-        _history(runs / run_id / "history.duckdb", run_id, method)
+    for name, run in (("tiny", "tiny-grpo-vade-s0"), ("tiny", "tiny-grpo-vanilla-s0"),
+                      ("tiny-study-peers", "tiny-grpo-greso-s0"),
+                      ("tiny-study", "tiny-grpo-diva-s0")):
+        _history(root / "results" / name / "runs" / run / "history.duckdb", run.split("-")[2])
     catalog = root / "data" / "tiny" / "samples.duckdb"
     catalog.parent.mkdir(parents=True)
     with duckdb.connect(str(catalog)) as con:
@@ -272,7 +265,7 @@ def loaded_paper_config() -> tuple[dict[str, Any], set[str]]:
 def table_rows(path: Path) -> dict[str, list[str]]:
     """Rows whose first cell is one backticked key: key -> the other cells."""
     rows: dict[str, list[str]] = {}
-    for _, line in _prose_with_code(path.read_text()):
+    for _, line in _prose(path.read_text(), keep_code=True):
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
         m = re.fullmatch(r"`([^`]+)`", cells[0]) if cells else None
         if m and len(cells) == 4:

@@ -151,6 +151,15 @@ def test_the_readme_is_a_front_door() -> None:
     assert len((ROOT / "README.md").read_text().splitlines()) <= 250
 
 
+def test_every_page_is_in_the_index() -> None:
+    """A page no index links to is a page no user finds."""
+    index = ROOT / "docs" / "README.md"
+    linked = {(index.parent / t.partition("#")[0]).resolve() for _, t in relative_links(index)}
+    missing = [p.name for p in PAGES if p.parent == index.parent and p != index
+               and p.resolve() not in linked]
+    assert not missing, f"docs/README.md does not link {missing}"
+
+
 # ----------------------------------------------------------------------------- runnable blocks
 def _history(path: Path, method: str, n: int = 300, b: int = 16, g: int = 8,
              steps: int = 6) -> None:

@@ -8,7 +8,8 @@ split is included beside testmini (testmini is a subset of it, so one key set co
 
 Every image column (a ``datasets.Image`` feature: ``decoded_image`` for MathVista/MathVision,
 ``image`` elsewhere) gives image keys and the ``question`` column (``query`` where there is none)
-a question key. A benchmark image that cannot be decoded is counted and skipped, never fatal.
+a question key (``overlap`` says which questions are too generic to be keys). A benchmark image
+that cannot be decoded is counted and skipped, never fatal.
 """
 
 from __future__ import annotations
@@ -78,18 +79,19 @@ def benchmark_keys(names: Sequence[str], *, local_dir: str | None, cache_dir: st
         rows = ds.select_columns([*image_cols, *([qcol] if qcol else [])])
         iterator = progress(name, len(ds)) if progress else None
         for row in rows:
+            pictures = []
             for col in image_cols:
                 if row[col] is None:
                     continue
                 try:
-                    keys.add_image(check_image(row[col]), name)
+                    pictures.append(keys.add_image(check_image(row[col]), name))
                     counts["images"] += 1
                 except InvalidRow:
                     counts["bad_images"] += 1
             if qcol and isinstance(row[qcol], str) and row[qcol].strip():
                 qkey = question_key(row[qcol])
                 counts["questions" if qkey else "short_questions"] += 1
-                keys.add("questions", qkey, name)
+                keys.add_question(qkey, name, pictures)
             if iterator is not None:
                 iterator.update(1)
         if iterator is not None:
@@ -97,4 +99,7 @@ def benchmark_keys(names: Sequence[str], *, local_dir: str | None, cache_dir: st
         report[name] = {"repo": spec.repo, "config": spec.config, "split": spec.split,
                         "image_columns": image_cols, "question_column": qcol, **counts,
                         **provenance}
+    generic = keys.drop_generic()
+    for name in report:
+        report[name]["generic_questions"] = generic.get(name, 0)
     return keys, report

@@ -10,9 +10,13 @@ say which benchmark a dropped row matched. Three kinds of key:
 * ``image_dhash``: the perceptual hash (``phash``), a re-encoded or rescaled copy, matched within
   ``max_distance`` bits;
 * ``questions``: the question stem (no "Question:" prefix, no answer options, no instruction),
-  normalised (``items.normalise_question``). Stems shorter than ``MIN_QUESTION_WORDS`` words
-  ("Find x.", "What is the value of the largest bar?") recur across unrelated pictures, so they are
-  not keys: a short question only counts together with its picture, which the image keys catch.
+  normalised (``items.normalise_question``). Generic questions recur across unrelated pictures
+  ("Find x.", "What is the value of the largest bar?"), so two rules keep them out: a stem shorter
+  than ``MIN_QUESTION_WORDS`` words is not a key, and a benchmark question asked of more than
+  ``MAX_QUESTION_PICTURES`` different pictures is dropped as generic. And a question asked of a
+  known picture matches a training row only when the row's picture is not clearly another one
+  (within ``3 * max_distance`` bits): Geometry3K asks "Find y so that the quadrilateral is a
+  parallelogram." of three different diagrams, which are three problems, not one.
 
 File form (JSON): ``{"image_sha256": [...], "image_dhash": [...], "questions": [...]}``; or parquet
 with any of the columns ``image_sha256``, ``image_dhash``, ``question``, ``image`` (bytes or
@@ -24,17 +28,19 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vade.data.items import Item, check_image, image_hash, normalise_question
-from vade.data.phash import DHashIndex, dhash
+from vade.data.phash import DHashIndex, dhash, hamming
 
-__all__ = ["MIN_QUESTION_WORDS", "Exclusion", "KeySet", "Match", "keys_from_files",
+__all__ = ["MAX_QUESTION_PICTURES", "MIN_QUESTION_WORDS", "Exclusion", "KeySet", "Match", "keys_from_files",
            "question_key", "write_exclusion_list"]
 
-MIN_QUESTION_WORDS = 6
+MIN_QUESTION_WORDS = 8
+MAX_QUESTION_PICTURES = 5     # MathVerse asks one problem of up to five renderings
 _KINDS = ("image_sha256", "image_dhash", "questions")
 _OPTIONS_START = re.compile(r"(?im)^\s*(?:choices|options)\s*:|^\s*\(?[A-H]\s*[.):：]\s")
 _QUESTION_PREFIX = re.compile(r"(?i)^\s*question\s*[:：]\s*")
@@ -59,19 +65,40 @@ class KeySet:
 
     keys: dict[str, dict[str, set[str]]] = field(
         default_factory=lambda: {k: {} for k in _KINDS})
+    pictures: dict[str, set[str]] = field(default_factory=dict)   # question -> picture hashes
 
     def add(self, kind: str, key: str | None, origin: str) -> None:
         if key:
             self.keys[kind].setdefault(key, set()).add(origin)
 
-    def add_image(self, data: bytes, origin: str) -> None:
+    def add_image(self, data: bytes, origin: str) -> str:
+        """Add a picture's keys; returns its perceptual hash (to pair it with its question)."""
         self.add("image_sha256", image_hash(data), origin)
-        self.add("image_dhash", dhash(data), origin)
+        h = dhash(data)
+        self.add("image_dhash", h, origin)
+        return h
+
+    def add_question(self, key: str | None, origin: str, pictures: Iterable[str]) -> None:
+        """A benchmark question and the pictures it is asked of."""
+        if key:
+            self.add("questions", key, origin)
+            self.pictures.setdefault(key, set()).update(pictures)
+
+    def drop_generic(self) -> Counter:
+        """Remove questions asked of more than ``MAX_QUESTION_PICTURES`` pictures; returns how
+        many were dropped per origin."""
+        dropped: Counter = Counter()
+        for q, pictures in self.pictures.items():
+            if len(pictures) > MAX_QUESTION_PICTURES:
+                dropped.update(self.keys["questions"].pop(q, set()))
+        return dropped
 
     def update(self, other: KeySet) -> None:
         for kind in _KINDS:
             for key, origins in other.keys[kind].items():
                 self.keys[kind].setdefault(key, set()).update(origins)
+        for key, pictures in other.pictures.items():
+            self.pictures.setdefault(key, set()).update(pictures)
 
     def to_json(self) -> dict[str, dict[str, list[str]]]:
         """What the build records (``exclusion_keys.json``): every key with its origins."""
@@ -98,6 +125,8 @@ class Exclusion:
         self._dh = self.keys.keys["image_dhash"]
         self._index = DHashIndex(self._dh, max_distance)
         self._questions = self.keys.keys["questions"]
+        self._pictures = self.keys.pictures
+        self._different = 3 * max_distance
 
     def __bool__(self) -> bool:
         return any(self.keys.keys[k] for k in _KINDS)
@@ -122,6 +151,10 @@ class Exclusion:
                 break
         qkey = question_key(item.source_question or item.question)
         que = self._questions.get(qkey) if qkey else None
+        if que and not img and self._pictures.get(qkey) and item.images:
+            own = dhash(item.images[0])
+            if min(hamming(own, p) for p in self._pictures[qkey]) > self._different:
+                que = None   # the same words asked of another picture: another problem
         hit = {"image": bool(img), "question": bool(que), "either": bool(img or que),
                "both": bool(img and que)}[mode]
         if not hit:

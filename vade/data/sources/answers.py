@@ -26,7 +26,8 @@ __all__ = [
 _BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
 _ANSWER_COLON = re.compile(r"(?i)\banswer\s*[:：]\s*(.+?)\s*$", re.DOTALL)
 _ANSWER_IS = re.compile(r"(?i)\bthe (?:final )?answer is\s*[:：]?\s*(.+?)\s*$", re.DOTALL)
-_LETTER = re.compile(r"^\(?([A-Za-z])\)?(?:\s*[.:)]\s*.*)?$", re.DOTALL)
+# "C", "C.", "C: 40", "C) 40", "(C)", "(C) 40°": a letter, then nothing or a separator
+_LETTER = re.compile(r"^(?:\(([A-Za-z])\)(?:\s.*)?|([A-Za-z])(?:\s*[.:)]\s*.*)?)$", re.DOTALL)
 _NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$")
 _CHOICES = re.compile(r"(?im)(?:^|\s)\(?[A-H][.):]\s|^\s*(?:choices|options)\s*:")
 _MATHY = re.compile(r"[0-9\\^/√π°]|sqrt|frac|pi")
@@ -139,8 +140,8 @@ def classify_answer(answer: str, question: str) -> tuple[str, str]:
     if low in ("yes", "no"):
         return a.capitalize(), "yesno"
     m = _LETTER.match(a)
-    if m and has_choices(question) and (len(a) == 1 or a[1] in ".:)" or a.startswith("(")):
-        return m.group(1).upper(), "choice"
+    if m and has_choices(question):
+        return (m.group(1) or m.group(2)).upper(), "choice"
     numeric = a.replace(",", "").replace("$", "").replace("%", "").strip()
     if _NUMBER.match(numeric):
         return numeric, "number"

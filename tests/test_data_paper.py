@@ -174,12 +174,12 @@ def _bad_source(root: Path) -> None:
 def test_low_parse_rate_refuses_the_source_with_examples(tmp_path):
     _bad_source(tmp_path / "hf")
     out = tmp_path / "out"
-    cfg = _cfg(tmp_path / "hf", {"geo3k": 8})   # visits all 8 rows; 3 parse: 37.5% < 80%
+    cfg = _cfg(tmp_path / "hf", {"geo3k": 8})   # visits all 8 rows; 3 parse: 37.5% < 90%
     with pytest.raises(ValueError) as err:
         build_paper(cfg, out, progress=False)
     msg = str(err.value)
     assert "lmms-lab/LLaVA-OneVision-Data[geo3k]/train (task geo3k) parses 37.5% of 8" in msg
-    assert "below data.paper.min_parse_rate 80%" in msg
+    assert "below data.paper.min_parse_rate 90%" in msg
     for reason in ("corrupt_image", "empty_question", "no_answer", "duplicate_id",
                    "missing_image"):
         assert f"{reason} x1: geo3k_" in msg

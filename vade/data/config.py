@@ -111,7 +111,7 @@ class PaperConfig:
     overlap_match: str = "either"
     overlap_max_distance: int = 16  # dHash bits (of 256) within which two pictures are one
     shortfall: str = "take"        # a task with fewer usable rows than its count: take / fail
-    min_parse_rate: float = 0.8    # refuse a source whose visited rows parse below this rate
+    min_parse_rate: float = 0.9    # refuse a source whose visited rows parse below this rate
     require_pinned: bool = False   # refuse sources not pinned to a hub commit (cluster.revisions)
     revisions: Mapping[str, str] = field(default_factory=dict)
 

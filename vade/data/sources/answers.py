@@ -63,7 +63,7 @@ _NUM = r"(?:-\s?)?\$?(?:\d[\d,]*(?:\.\d+)?|\.\d+)|\\frac\{\d+\}\{\d+\}|\d+/\d+"
 _STATED = re.compile(r"\b(?:is|are|was|were|=|equals|be)\s+(?:about\s+|approximately\s+)?(" + _NUM
                      + r")(?:\s+[A-Za-z][\w\s'’-]*)?\.?$")
 _LEADING = re.compile(r"^(" + _NUM + r")\s+[A-Za-z]")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\-])")
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=[A-Z0-9$\\-])")  # not "P. M."
 _CHOICES_LINE = re.compile(r"(?im)^\s*(?:choices|options)\s*:\s*(.+)$")
 
 
@@ -82,7 +82,8 @@ def _number(span: str) -> str:
 def stated_answer(text: str, question: str) -> str | None:
     """The result a worked solution's last sentence states, or None when it is not unambiguous.
 
-    With offered choices: the one choice named in the last sentence. Otherwise a number: the only
+    With offered choices: the one choice named in the last sentence (yes/no: "no" when the
+    sentence is negated, else "yes"). Otherwise a number: the only
     number of the sentence, else the one after "is/are/was/=" at its end, else the one it starts
     with ("24 members planted fewer than 2 seeds."). Checked on TabMWP's own solutions."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
@@ -93,6 +94,14 @@ def stated_answer(text: str, question: str) -> str | None:
     if choices:
         named = {c for c in choices
                  if re.search(r"(?<!\w)" + re.escape(c) + r"(?!\w)", sentence, re.IGNORECASE)}
+        if not named:  # "1:05 P. M." for the choice "1:05 P.M.": compare without spaces
+            compact = re.sub(r"\s+", "", sentence.lower())
+            named = {c for c in choices if not c.replace(" ", "").isalnum()
+                     and re.sub(r"\s+", "", c.lower()).rstrip(".") in compact}
+        if not named and sorted(c.lower() for c in choices) == ["no", "yes"]:
+            # "Kevin does have enough money." / "... so the relation is not a function."
+            negated = re.search(r"\bnot\b|n't\b|\bno\b", sentence, re.IGNORECASE)
+            named = {next(c for c in choices if c.lower() == ("no" if negated else "yes"))}
         return named.pop() if len(named) == 1 else None
     numbers = re.findall(_NUM, sentence)
     if len(numbers) == 1:

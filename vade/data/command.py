@@ -50,9 +50,6 @@ def run(args: argparse.Namespace) -> int:
         manifest = build_paper(cfg, args.out, skip_invalid=args.skip_invalid,
                                progress=not args.no_progress)
     seconds = time.perf_counter() - start
-    for task, s in (manifest.get("shortfall") or {}).items():
-        print(f"vade build-data: task {task} is {s['short']} rows short of {s['requested']} "
-              f"(see manifest.json: sources.{task})")
     per_split = {s: sum(c.values()) for s, c in manifest["counts"].items()}
     print(f"vade build-data: {manifest['total_rows']} rows {per_split} -> {args.out} "
           f"in {seconds:.1f} s" + (f"; dropped invalid rows {manifest['invalid']}"

@@ -109,7 +109,7 @@ class PaperConfig:
     exclude: tuple[str, ...] = ()  # local benchmark exclusion lists (.json / .parquet)
     exclude_benchmarks: tuple[str, ...] = ()  # evaluation splits to build exclusion keys from
     overlap_match: str = "either"
-    overlap_max_distance: int = 16  # dHash bits (of 256) within which two pictures are one
+    overlap_max_distance: int = 24  # dHash bits (of 256) within which two pictures are one
     shortfall: str = "take"        # a task with fewer usable rows than its count: take / fail
     min_parse_rate: float = 0.9    # refuse a source whose visited rows parse below this rate
     require_pinned: bool = False   # refuse sources not pinned to a hub commit (cluster.revisions)

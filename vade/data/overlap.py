@@ -15,7 +15,7 @@ say which benchmark a dropped row matched. Three kinds of key:
   than ``MIN_QUESTION_WORDS`` words is not a key, and a benchmark question asked of more than
   ``MAX_QUESTION_PICTURES`` different pictures is dropped as generic. And a question asked of a
   known picture matches a training row only when the row's picture is not clearly another one
-  (within ``3 * max_distance`` bits): Geometry3K asks "Find y so that the quadrilateral is a
+  (within ``2 * max_distance`` bits): Geometry3K asks "Find y so that the quadrilateral is a
   parallelogram." of three different diagrams, which are three problems, not one.
 
 File form (JSON): ``{"image_sha256": [...], "image_dhash": [...], "questions": [...]}``; or parquet
@@ -119,14 +119,14 @@ class Match:
 class Exclusion:
     """The keys in a form fast to test each training row against."""
 
-    def __init__(self, keys: KeySet | None = None, max_distance: int = 16) -> None:
+    def __init__(self, keys: KeySet | None = None, max_distance: int = 24) -> None:
         self.keys = keys or KeySet()
         self._sha = self.keys.keys["image_sha256"]
         self._dh = self.keys.keys["image_dhash"]
         self._index = DHashIndex(self._dh, max_distance)
         self._questions = self.keys.keys["questions"]
         self._pictures = self.keys.pictures
-        self._different = 3 * max_distance
+        self._different = 2 * max_distance
 
     def __bool__(self) -> bool:
         return any(self.keys.keys[k] for k in _KINDS)

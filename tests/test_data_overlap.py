@@ -64,8 +64,8 @@ def test_flat_pictures_are_uninformative():
 
 
 @pytest.mark.parametrize("text,key", [
-    ("Hint: Please answer the question and provide the correct option letter, e.g., A, B, C, D, "
-     "at the end.\nQuestion: Find y so that the quadrilateral is a parallelogram.\nChoices:\n(A) 9",
+    (("Hint: Please answer the question and provide the correct option letter, e.g., A, B, C, D, "
+     "at the end.\nQuestion: Find y so that the quadrilateral is a parallelogram.\nChoices:\n(A) 9"),
      "find y so that the quadrilateral is a parallelogram"),
     ("Find y so that the quadrilateral is a parallelogram.",
      "find y so that the quadrilateral is a parallelogram"),

@@ -118,7 +118,7 @@ def test_prefetched_copy_records_the_staged_commit_and_origin(tmp_path, monkeypa
     from vade.data.sources.loading import _cache_provenance
 
     class Copy:  # stands in for a prepared datasets copy: only its cache file names are read
-        cache_files = [{"filename": f"/c/datasets/x/geo3k/0.0.0/{'a' * 40}/x-train.arrow"}]
+        cache_files = ({"filename": f"/c/datasets/x/geo3k/0.0.0/{'a' * 40}/x-train.arrow"},)
 
     assert _cache_provenance(TASKS["geo3k"], Copy(), use_hub=True) == {
         "origin": "hub", "revision": None, "commit": "a" * 40}

@@ -94,24 +94,24 @@ def test_geometry3k_rows_parse_to_the_real_letters(style, task):
 # One row of each LLaVA-OneVision source, built to its published format (the instruction lines
 # are the sources' own wording): (task, human turn, gpt turn, ground truth, type, instruction).
 _ROWS = [
-    ("geo170k_qa", "First perform reasoning, then finally select the question from the choices in "
+    ("geo170k_qa", ("First perform reasoning, then finally select the question from the choices in "
      "the following format: Answer: xxx.\nQuestion: As shown in the figure, AB is the diameter, "
-     "find angle C.\nChoices:\nA:30°\nB:45°\nC:60°\nD:90°",
+     "find angle C.\nChoices:\nA:30°\nB:45°\nC:60°\nD:90°"),
      "Since AB is the diameter, angle ACB = 90°.\nAnswer: D", "D", "choice", "First perform"),
-    ("clevr_math", "Hint: Please answer the question requiring an integer answer and provide the "
+    ("clevr_math", ("Hint: Please answer the question requiring an integer answer and provide the "
      "final value, e.g., 1, 2, 3, at the end.\nQuestion: Subtract all red balls. How many objects "
-     "are left?", "The answer is 7", "7", "number", "Hint:"),
-    ("geos", "Hint: Please answer the question and provide the correct option letter, e.g., A, B, "
+     "are left?"), "The answer is 7", "7", "number", "Hint:"),
+    ("geos", ("Hint: Please answer the question and provide the correct option letter, e.g., A, B, "
      "C, D, at the end.\nQuestion: In the figure, what is the value of x?\nChoices:\n(A) 20\n"
-     "(B) 30\n(C) 40\n(D) 50", "The answer is B", "B", "choice", "Hint:"),
-    ("geoqa_plus", "Hint: Please answer the question and provide the correct option letter, e.g., "
+     "(B) 30\n(C) 40\n(D) 50"), "The answer is B", "B", "choice", "Hint:"),
+    ("geoqa_plus", ("Hint: Please answer the question and provide the correct option letter, e.g., "
      "A, B, C, D, at the end.\nQuestion: As shown in the figure, a∥b, ∠1 = 50°, then ∠2 is ()\n"
-     "Choices:\n(A) 40°\n(B) 50°\n(C) 130°\n(D) 140°", "The answer is (C) 130°", "C", "choice",
+     "Choices:\n(A) 40°\n(B) 50°\n(C) 130°\n(D) 140°"), "The answer is (C) 130°", "C", "choice",
      "Hint:"),
-    ("figureqa", "Is Medium Periwinkle the smoothest?\nAnswer the question using a single word or "
-     "phrase.", "Yes", "Yes", "yesno", "single word"),
-    ("ai2d", "Question: Which stage comes after the egg?\nOptions:\nA. adult\nB. larva\nC. pupa\n"
-     "D. nymph\nAnswer with the option's letter from the given choices directly.", "B", "B",
+    ("figureqa", ("Is Medium Periwinkle the smoothest?\nAnswer the question using a single word or "
+     "phrase."), "Yes", "Yes", "yesno", "single word"),
+    ("ai2d", ("Question: Which stage comes after the egg?\nOptions:\nA. adult\nB. larva\nC. pupa\n"
+     "D. nymph\nAnswer with the option's letter from the given choices directly."), "B", "B",
      "choice", "option's letter"),
 ]
 

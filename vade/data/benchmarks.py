@@ -100,6 +100,6 @@ def benchmark_keys(names: Sequence[str], *, local_dir: str | None, cache_dir: st
                         "image_columns": image_cols, "question_column": qcol, **counts,
                         **provenance}
     generic = keys.drop_generic()
-    for name in report:
-        report[name]["generic_questions"] = generic.get(name, 0)
+    for name, entry in report.items():
+        entry["generic_questions"] = generic.get(name, 0)
     return keys, report

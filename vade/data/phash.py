@@ -47,7 +47,7 @@ def _bits(hexes: Iterable[str]) -> np.ndarray:
     return np.stack(rows)
 
 
-_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint16)
+_POPCOUNT = np.array([i.bit_count() for i in range(256)], dtype=np.uint16)
 
 
 def hamming(a: str, b: str) -> int:

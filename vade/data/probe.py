@@ -41,8 +41,8 @@ def probe_sources(cfg: DataConfig, n: int) -> dict[str, Any]:
 
 def format_probe(result: dict[str, Any]) -> str:
     """The report as lines: one per source, then up to three examples of each failure."""
-    lines = [f"{'task':<11} {'parse':>7} {'parsed':>7} {'no_answer':>9} {'corrupt_image':>13} "
-             f"{'other':>5}  source"]
+    lines = [(f"{'task':<11} {'parse':>7} {'parsed':>7} {'no_answer':>9} {'corrupt_image':>13} "
+             f"{'other':>5}  source")]
     for task, r in result["tasks"].items():
         inv = r["invalid"]
         other = sum(inv.values()) - inv.get("no_answer", 0) - inv.get("corrupt_image", 0)

@@ -120,10 +120,25 @@ def test_prefetched_copy_records_the_staged_commit_and_origin(tmp_path, monkeypa
     class Copy:  # stands in for a prepared datasets copy: only its cache file names are read
         cache_files = ({"filename": f"/c/datasets/x/geo3k/0.0.0/{'a' * 40}/x-train.arrow"},)
 
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
     assert _cache_provenance(TASKS["geo3k"], Copy(), use_hub=True) == {
         "origin": "hub", "revision": None, "commit": "a" * 40}
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)   # offline: never "hub"
+    assert _cache_provenance(TASKS["geo3k"], Copy(), use_hub=True)["origin"] == "cache"
     (tmp_path / "manifest.json").write_text(json.dumps({"assets": [
         {"id": LLAVA_OV_REPO, "revision": PIN, "commit": PIN, "origin": "local:/site/copy"}]}))
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     assert _cache_provenance(TASKS["geo3k"], Copy(), use_hub=True) == {
         "origin": "prefetch:local:/site/copy", "revision": PIN, "commit": PIN}
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--probe", "5"], "data.kind must be 'paper'"),
+    ([], "needs --out DIR (or --probe N)"),
+])
+def test_command_line_errors_are_one_line(argv, message, capsys):
+    rc = main(["build-data", "--config-json", json.dumps({"data": {"kind": "synthetic"}}), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1

@@ -123,9 +123,12 @@ def _cache_provenance(spec: SourceSpec, ds: Any, use_hub: bool) -> dict[str, Any
     if entry is not None:
         return {"origin": f"prefetch:{entry.get('origin', '?')}",
                 "revision": entry.get("revision"), "commit": entry.get("commit")}
+    import datasets
+
     files = [Path(f["filename"]) for f in getattr(ds, "cache_files", []) or []]
     commit = next((part for f in files for part in f.parts if _COMMIT.match(part)), None)
-    return {"origin": "hub" if use_hub else "cache", "revision": None, "commit": commit}
+    online = use_hub and not datasets.config.HF_HUB_OFFLINE   # offline: a cached copy
+    return {"origin": "hub" if online else "cache", "revision": None, "commit": commit}
 
 
 def load_source(spec: SourceSpec, *, local_dir: str | None, cache_dir: str | None,

@@ -156,3 +156,32 @@ def test_unknown_benchmark_is_a_config_error():
     with pytest.raises(ValueError, match=r"data\.paper\.exclude_benchmarks"):
         data_config_from_mapping({"data": {"kind": "paper", "paper": {
             "tasks": {"geo3k": 1}, "exclude_benchmarks": ["mathvista_test"]}}})
+
+
+def test_benchmark_read_from_the_prefetched_cache_records_its_commit(tmp_path, monkeypatch):
+    """The cluster path: the split staged and prepared by ``vade prefetch`` (its own
+    ``prepare_dataset`` and manifest entry, written here), read offline by hub id."""
+    import datasets
+
+    from vade.cluster.assets import Asset
+    from vade.cluster.prefetch import prepare_dataset
+    from vade.data.benchmarks import benchmark_keys
+
+    commit = "b" * 40
+    snap = tmp_path / "snap"
+    _mathvista(snap)
+    (snap / "AI4Math/MathVista/README.md").write_text(
+        "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: testmini\n"
+        "    path: data/testmini-*\n  - split: test\n    path: data/test-*\n---\n")
+    cache = tmp_path / "cache"
+    prepare_dataset(Asset("AI4Math/MathVista", "dataset", "main", ("data",), (None,)),
+                    snap / "AI4Math/MathVista", commit, cache / "datasets")
+    (cache / "manifest.json").write_text(json.dumps({"assets": [
+        {"id": "AI4Math/MathVista", "revision": commit, "commit": commit, "origin": "hub"}]}))
+    monkeypatch.setenv("HF_HOME", str(cache))
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    keys, report = benchmark_keys(["mathvista_testmini"], local_dir=None,
+                                  cache_dir=str(cache / "datasets"), use_hub=True)
+    r = report["mathvista_testmini"]
+    assert (r["origin"], r["commit"], r["revision"]) == ("prefetch:hub", commit, commit)
+    assert (r["rows"], r["images"]) == (3, 3) and keys.sizes()["image_sha256"] == 3

@@ -17,6 +17,7 @@ count keeps what is left, and the manifest and the command's output say so.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,7 @@ def _low_parse(spec: SourceSpec, tally: RowTally, threshold: float) -> str | Non
 
 
 def build_paper(cfg: DataConfig, out_dir: str | Path, *, skip_invalid: bool = False,
-                progress: bool = True, log: Any = print) -> dict[str, Any]:
+                progress: bool = True, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Build train/val parquet + manifest + catalog + exclusion keys into ``out_dir``.
 
     ``skip_invalid`` accepts any parse rate (rows are always dropped and counted)."""

@@ -146,3 +146,16 @@ def test_strip_instructions_keeps_the_question():
             "is the length of AB?")
     assert strip_instructions(text) == "Question: What is the length of AB?"
     assert strip_instructions("Is it red? Please answer yes or no.") == "Is it red?"
+
+
+@pytest.mark.parametrize("instruction", [
+    "Answer with the given options directly.",
+    "Answer the question by selecting only one option from the given options.",
+    "Answer the question with Yes or No.",
+    "Answer the question with a short phrase.",
+    "Hint: Please answer the question and provide the final answer at the end.",
+])
+def test_other_llava_onevision_instructions_go(instruction):
+    question = "Question: Which bar is tallest?\nOptions:\nA. red\nB. blue"
+    assert strip_instructions(f"{question}\n{instruction}") == question
+    assert strip_instructions(f"{instruction}\n{question}") == question

@@ -45,6 +45,9 @@ _INSTRUCTIONS = re.compile(
     r"|hint\s*:\s*please (?:directly )?answer the question and provide the correct option "
     r"letter[^\n]*?(?:\.(?=\s|$)|$)"
     r"|please answer yes or no\.?"
+    r"|answer with the given options directly\.?"
+    r"|answer the question by selecting only one option from the given options\.?"
+    r"|answer the question with (?:yes or no|a short phrase)\.?"
     r")[ \t]*")
 
 

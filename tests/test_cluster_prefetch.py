@@ -52,7 +52,7 @@ def _write_hub(src: Path, config: dict) -> None:
         for name in asset.configs:
             folder = name or "data"
             (root / folder).mkdir(parents=True, exist_ok=True)
-            split = "train" if "data" in asset.stages else "testmini"
+            split = "testmini" if "evaluate" in asset.stages else "train"  # benchmarks: both
             pq.write_table(_table(f"{asset.id}/{name}"),
                            root / folder / f"{split}-00000-of-00001.parquet")
             path = json.dumps(f"{folder}/{split}-*")

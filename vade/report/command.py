@@ -86,7 +86,7 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         "headline.html": ("Headline", tables.headline(inputs, cfg.val_metric,
                                                       cfg.headline_fraction, d)),
         "seeds.html": ("Statistics over seeds", seed_statistics(
-            inputs, cfg.val_metric, cfg.headline_fraction, d)
+            inputs, cfg.val_metric, cfg.headline_fraction, d, cfg.cost_axis)
             + "\n" + peer_statistics(inputs, cfg.val_metric, cfg.headline_fraction, d,
                                      cfg.cost_axis, cfg.plateau_checks)),
     }

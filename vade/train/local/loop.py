@@ -120,7 +120,9 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
     sampler = make_sampler(cfg.sampler_method, n_train, cfg.batch_size, seed=cfg.seed,
                            lambda1=cfg.sampler.lambda1, lambda2=cfg.sampler.lambda2,
                            alpha=alpha if vade_prior else None,
-                           beta=beta if vade_prior else None)
+                           beta=beta if vade_prior else None,
+                           labels=[e.extra_info.get("difficulty") for e in examples]
+                           if cfg.spec.reads_labels else None)
     shaper = None
     if cfg.is_diva:
         from vade.train.local.diva import DivaShaper
@@ -250,7 +252,7 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
     """One step: generate (DAPO: refills, at most ``max_rollouts``, what is left of the run's
     budget), update, observe. Returns metrics, the observation, sampler seconds and rollouts
     generated; ``phases`` gets the seconds of each phase."""
-    from vade.train.dapo import dynamic_sample
+    from vade.train.dapo import dynamic_sample, observe_filtered
     from vade.train.local.batch import StepBatch, derive_seed, generate_groups
     from vade.train.local.update import actor_update
     from vade.train.recorder import step_metrics
@@ -274,7 +276,8 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
     t0 = time.perf_counter()
     metrics: dict[str, float] = {}
     advantages = None  # None: GRPO's group advantage
-    if cfg.method == "dapo":
+    filtered = None  # DAPO's filter ran (GRESO learns from the groups it drops)
+    if cfg.spec.filters:
         res = dynamic_sample(draw, generate, batch_size=cfg.batch_size, group_size=g,
                              max_rollouts=max_rollouts,
                              max_gen_batches=cfg.dapo.max_num_gen_batches)
@@ -284,6 +287,7 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
         else:  # nothing informative within the cap: record what was generated
             obs_ids, obs_r = res.all_indices, res.all_correct
         generated = res.rollouts_generated
+        filtered = res
         all_r = res.all_correct
         metrics.update({
             "dapo/num_gen_batches": float(res.gen_batches),
@@ -334,7 +338,8 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
 
     t2 = time.perf_counter()
     with phases.time("sampler"):
-        obs = sampler.observe(obs_ids, obs_r, g)
+        obs = (observe_filtered(sampler, filtered) if filtered is not None
+               else sampler.observe(obs_ids, obs_r, g))
     sampler_s += time.perf_counter() - t2
     metrics.update(step_metrics(obs, rollouts=generated, sampler_seconds=sampler_s))
     metrics.update({

@@ -39,8 +39,11 @@ __all__ = ["ENTRY_DAPO", "ENTRY_PPO", "METHODS_VERL", "RunSpec", "build_override
 
 ENTRY_PPO = "vade.train.verl.ppo_entry"
 ENTRY_DAPO = "vade.train.verl.dapo_entry"
-# every method has a verl path (DIVA's through vade.train.verl.diva_overrides)
-METHODS_VERL = methods.NAMES
+# every method has a verl path (DIVA's through vade.train.verl.diva_overrides) except a peer
+# under DAPO's filter (GRESO): verl-recipe's DAPO trainer draws from its own dataloader, so
+# GRESO's skip rule would silently not run; it runs on the local backend
+METHODS_VERL = tuple(m for m in methods.NAMES
+                     if not (methods.get(m).filters and methods.get(m).chooser == "peer"))
 SAMPLER_CLASS_PATH = "pkg://vade.train.verl.sampler"
 SAMPLER_CLASS_NAME = "VadeCurriculumSampler"
 _PLAIN = re.compile(r"^[A-Za-z0-9_./:\-+@~]*$")

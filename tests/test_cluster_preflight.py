@@ -65,8 +65,11 @@ def test_an_import_that_fails_is_reported_not_raised(tmp_path):
 
 
 def test_the_paper_stages_import_what_they_run(paper):
-    assert {d for _, d in stage_packages(paper, "train")} >= {"verl", "vllm", "ray",
-                                                              "flash-attn", "torch"}
+    assert {d for _, d in stage_packages(paper, "train")} >= {"verl", "vllm", "ray", "torch"}
+    # SDPA by default: flash-attn (a source build) is needed only when asked for
+    assert "flash-attn" not in {d for _, d in stage_packages(paper, "train")}
+    flash = {**paper, "train": {**paper["train"], "verl": {"attention": "flash_attention_2"}}}
+    assert ("flash_attn", "flash-attn") in stage_packages(flash, "train")
     assert ("lmms_eval.evaluator", "lmms-eval") in stage_packages(paper, "evaluate")
     assert ("vllm", "vllm") in stage_packages(paper, "difficulty")
 

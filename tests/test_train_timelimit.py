@@ -78,9 +78,18 @@ def test_guard_arithmetic():
     now[0] = 1030.0                               # 370 s left < 1.5 x 250
     assert guard.reason() == "370 s left of the job, under 1.5 x the slowest step (250 s)"
     assert TimeGuard.from_env({"SLURM_JOB_END_TIME": "1700000000",
-                               "VADE_CHECKPOINT_SIGNALS": "sigurg,USR1"}).signals == ("URG",
-                                                                                       "USR1")
+                               "VADE_CHECKPOINT_SIGNALS": "sigurg"}).signals == ("URG",)
     assert TimeGuard.from_env({}).end_time is None
+    from datetime import datetime
+
+    from vade.cluster.timelimit import job_end_time
+
+    end = datetime(2026, 11, 29, 10, 5).timestamp()
+    assert job_end_time({"SLURM_JOB_ID": "42"}, squeue=lambda j: "2026-11-29T10:05:00\n") == end
+    assert job_end_time({"SLURM_JOB_ID": "42"}, squeue=lambda j: "UNLIMITED\n") is None
+    assert TimeGuard.from_env({}).signals == ("USR1", "URG")
+    with pytest.raises(ValueError, match="VADE_CHECKPOINT_SIGNALS: unknown signal 'USR3'"):
+        TimeGuard.from_env({"VADE_CHECKPOINT_SIGNALS": "USR3"})
 
 
 def test_flag_file_stops_a_process_that_cannot_take_the_signal(tmp_path):

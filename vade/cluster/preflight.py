@@ -64,12 +64,35 @@ def stage_packages(config: Mapping[str, Any], stage: str) -> list[tuple[str, str
     if env == "train-verl":
         pkgs.append(("vllm", "vllm"))
         if stage == "train":
-            pkgs += [("verl", "verl"), ("ray", "ray"), ("flash_attn", "flash-attn")]
+            pkgs += [("verl", "verl"), ("ray", "ray")]
+            if attention(config) == "flash_attention_2":
+                pkgs.append(("flash_attn", "flash-attn"))
     if stage == "evaluate":
         pkgs.append(("lmms_eval.evaluator", "lmms-eval"))
         if env == "eval-vllm":
             pkgs.append(("vllm", "vllm"))
     return pkgs
+
+
+def attention(config: Mapping[str, Any]) -> str | None:
+    """The verl actor's attention kernels (``train.verl.attention``); None off verl."""
+    train = config.get("train") or {}
+    if train.get("backend") != "verl":
+        return None
+    from vade.train.verl.config import VerlConfig
+
+    return VerlConfig.from_dict(train.get("verl")).attention
+
+
+def check_attention(config: Mapping[str, Any]) -> Check:
+    """Which attention the training job will run, said before it loads a model."""
+    active = attention(config)
+    if active == "flash_attention_2":
+        detail = ("flash_attention_2 (train.verl.attention): flash-attn must be built into the "
+                  "env (VADE_FLASH_ATTN=1 when envs/train-verl.yaml is created)")
+    else:
+        detail = "sdpa (train.verl.attention; PyTorch's kernels, flash-attn not needed)"
+    return Check("attention", True, detail)
 
 
 def _norm(name: str) -> str:
@@ -291,6 +314,8 @@ def run_checks(config: Mapping[str, Any], stage: str, *, gpus: int | None = None
         checks.append(check_profile(root / profile))
     checks.append(check_disk(config, stage, out_dir, model, free_gb))
     checks += check_packages(config, stage, root, importer)
+    if stage == "train" and attention(config):
+        checks.append(check_attention(config))
     needed = stage_gpus(config, stage) if gpus is None else gpus
     if needed:
         checks += check_gpus(config, stage, probe(), needed)

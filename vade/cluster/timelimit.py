@@ -4,9 +4,9 @@ Why: a paper-scale run needs many 48 h submissions, and checkpoints every ``chec
 steps alone may never land inside one (DAPO's worst step is over 2 h: 20 steps take 44 h). Two
 triggers, either one enough:
 
-* wall time: the job's end (``SLURM_JOB_END_TIME``, set by SLURM in the job's environment) is
-  nearer than ``margin`` (1.5) times the slowest step seen so far in this process;
-* a signal: SLURM's warning (``--signal=<SIG>@<seconds>``, see ``cluster.time_limit`` and
+* wall time: the job's end (``SLURM_JOB_END_TIME`` in the job's environment, else what
+  ``squeue -o %e`` says for ``SLURM_JOB_ID``) is nearer than ``margin`` (1.5) times the slowest step seen so far in this process;
+* a signal: SLURM's warning (``--signal=URG@<seconds>`` in slurm/config.yaml, see
   docs/cluster.md) or a user's ``kill -USR1 <pid>``. The handler only sets a flag; the trainer
   checks it between steps, so a step is never cut in half.
 
@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["END_ENV", "FLAG_ENV", "MARGIN_ENV", "SIGNAL_ENV", "TimeGuard", "TimeLimitReached",
-           "job_end_time"]
+           "flag_on_signal", "job_end_time", "signal_names"]
 
 END_ENV = "SLURM_JOB_END_TIME"        # epoch seconds; SLURM sets it in the job's environment
 FLAG_ENV = "VADE_CHECKPOINT_FLAG"     # a file whose existence means "checkpoint and stop"
-SIGNAL_ENV = "VADE_CHECKPOINT_SIGNALS"  # comma-separated names; default USR1
+SIGNAL_ENV = "VADE_CHECKPOINT_SIGNALS"  # comma-separated names; default USR1,URG
 MARGIN_ENV = "VADE_TIME_MARGIN"       # the factor on the slowest step; default 1.5
 
 
@@ -36,10 +36,20 @@ class TimeLimitReached(SystemExit):
     """Raised after the checkpoint: one line on stderr, exit status 1, nothing lost."""
 
 
-def job_end_time(environ: Mapping[str, str] | None = None) -> float | None:
-    """The job's end in epoch seconds, or None outside a time-limited job."""
+def job_end_time(environ: Mapping[str, str] | None = None,
+                 squeue: Callable[[str], str] | None = None) -> float | None:
+    """The job's end in epoch seconds (``SLURM_JOB_END_TIME``, else ``squeue -o %e`` for
+    ``SLURM_JOB_ID``), or None outside a time-limited job."""
+    from datetime import datetime
+
     env = os.environ if environ is None else environ
     raw = env.get(END_ENV, "").strip()
+    if not raw and env.get("SLURM_JOB_ID"):
+        raw = (squeue or _squeue_end)(env["SLURM_JOB_ID"]).strip()
+        try:   # squeue prints local time, e.g. 2026-11-29T10:05:00
+            raw = str(datetime.fromisoformat(raw).timestamp()) if "T" in raw else ""
+        except ValueError:
+            raw = ""
     try:
         value = float(raw)
     except ValueError:
@@ -47,11 +57,50 @@ def job_end_time(environ: Mapping[str, str] | None = None) -> float | None:
     return value if value > 0 else None
 
 
+def _squeue_end(job_id: str) -> str:
+    import shutil
+    import subprocess
+
+    exe = shutil.which("squeue")
+    if not exe:
+        return ""
+    try:
+        return subprocess.run([exe, "-h", "-j", job_id, "-o", "%e"], capture_output=True,
+                              text=True, timeout=30).stdout
+    except (subprocess.SubprocessError, OSError):
+        return ""
+
+
+def signal_names(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The signals that mean "checkpoint now": ``VADE_CHECKPOINT_SIGNALS``, default USR1 and
+    URG (URG for SLURM's warning: its default action is to be ignored, so the processes that do
+    not handle it, Snakemake's and Ray's, live on)."""
+    env = os.environ if environ is None else environ
+    names = tuple(s.strip().upper().removeprefix("SIG")
+                  for s in env.get(SIGNAL_ENV, "USR1,URG").split(",") if s.strip())
+    for name in names:
+        if not isinstance(getattr(signal, f"SIG{name}", None), int):
+            raise ValueError(f"{SIGNAL_ENV}: unknown signal {name!r}")
+    return names
+
+
+def flag_on_signal(flag: str | Path, environ: Mapping[str, str] | None = None) -> None:
+    """In a process that only launches the trainer: on a checkpoint signal, create ``flag``
+    (which the trainer's guard reads) instead of dying."""
+    path = Path(flag)
+
+    def _handle(signum: int, frame: Any) -> None:
+        path.write_text(signal.Signals(signum).name)
+
+    for name in signal_names(environ):
+        signal.signal(getattr(signal, f"SIG{name}"), _handle)
+
+
 class TimeGuard:
     """Between steps: should this process checkpoint now and exit? (``reason()``)."""
 
     def __init__(self, *, end_time: float | None = None, margin: float = 1.5,
-                 signals: tuple[str, ...] = ("USR1",), flag_file: str | Path | None = None,
+                 signals: tuple[str, ...] = ("USR1", "URG"), flag_file: str | Path | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.end_time = end_time
         self.margin = float(margin)
@@ -65,10 +114,8 @@ class TimeGuard:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **kw: Any) -> TimeGuard:
         env = os.environ if environ is None else environ
-        names = tuple(s.strip().upper().removeprefix("SIG")
-                      for s in env.get(SIGNAL_ENV, "USR1").split(",") if s.strip())
         return cls(end_time=job_end_time(env), margin=float(env.get(MARGIN_ENV) or 1.5),
-                   signals=names, flag_file=env.get(FLAG_ENV) or None, **kw)
+                   signals=signal_names(env), flag_file=env.get(FLAG_ENV) or None, **kw)
 
     def install(self) -> TimeGuard:
         """Handle the signals (main thread only; elsewhere the flag file and the clock serve)."""
@@ -77,9 +124,7 @@ class TimeGuard:
         if threading.current_thread() is not threading.main_thread():
             return self
         for name in self.signals:
-            num = getattr(signal, f"SIG{name}", None)
-            if num is None:
-                raise ValueError(f"{SIGNAL_ENV}: unknown signal {name!r}")
+            num = getattr(signal, f"SIG{name}")
             self._previous[num] = signal.signal(num, self._handle)
         return self
 

@@ -200,6 +200,29 @@ def check_gpus(config: Mapping[str, Any], stage: str, gpus: Sequence[float],
     return checks
 
 
+def check_training_memory(config: Mapping[str, Any], model: str | None,
+                          gpus: Sequence[float]) -> list[Check]:
+    """The verl layout's memory per GPU and phase (``vade.cluster.memory``) against the
+    smallest GPU seen (an 80 GB one when none is)."""
+    from vade.cluster.config import ClusterConfig
+    from vade.cluster.memory import DEFAULT_GPU_GIB, check_layout, layout_of, summary
+    from vade.grid import cells as grid_cells
+
+    gib = min(gpus) if gpus else DEFAULT_GPU_GIB
+    cache = ClusterConfig.from_config(config).cache_dir
+    models = [model] if model else list(dict.fromkeys(c.model for c in grid_cells(config)))
+    checks = []
+    for m in models:
+        x = layout_of(config, m, cache)
+        if x is None:
+            continue
+        problems = check_layout(x, gib)
+        checks.append(Check(f"training memory {m}", not problems,
+                            "; ".join(problems) if problems else summary(x, gib),
+                            "the keys named (vade plan prints the same arithmetic)"))
+    return checks
+
+
 def _manifest(cache: Path) -> dict[str, Any]:
     import json
 
@@ -317,7 +340,10 @@ def run_checks(config: Mapping[str, Any], stage: str, *, gpus: int | None = None
     if stage == "train" and attention(config):
         checks.append(check_attention(config))
     needed = stage_gpus(config, stage) if gpus is None else gpus
+    seen = probe() if needed else []
     if needed:
-        checks += check_gpus(config, stage, probe(), needed)
+        checks += check_gpus(config, stage, seen, needed)
+    if stage == "train":
+        checks += check_training_memory(config, model, seen)
     checks += check_assets(config, stage, environ)
     return checks

@@ -50,8 +50,13 @@ from vade.cluster.resources import check_gpu_resources
 
 # GPUs asked of SLURM against the tensor-parallel sizes (refused here, naming the keys, rather than
 # inside vLLM or Ray once the job runs), then the whole grid's bill (vade plan), on every run.
-check_gpu_resources(config)
-logger.info(make_bill(config).text())
+# A value the schema lets through but the arithmetic refuses (a NaN lr, a 31-digit step count) is
+# one line naming the key, as the CLI prints it, not a traceback out of the bill.
+try:
+    check_gpu_resources(config)
+    logger.info(make_bill(config).text())
+except (ValueError, OverflowError) as exc:
+    raise WorkflowError(f"config {exc}") from None
 # `vade preflight`, the first command of every GPU job, reads the whole config from here (like the
 # MLflow store: an environment setting, so that changing it reruns nothing).
 os.environ.update(VADE_WORKFLOW_CONFIG=json.dumps(config))

@@ -317,6 +317,27 @@ def check_assets(config: Mapping[str, Any], stage: str,
     return checks
 
 
+def check_cache_writable(config: Mapping[str, Any], stage: str) -> Check | None:
+    """A stage that loads prepared datasets from the cache needs to write there: ``datasets``
+    takes a file lock beside each prepared dataset (a read-only cache fails deep inside
+    ``load_dataset``)."""
+    from vade.cluster.assets import assets_of
+    from vade.cluster.config import ClusterConfig
+    from vade.cluster.prefetch import PrefetchError, check_writable
+
+    if not any(a.kind == "dataset" and stage in a.stages for a in assets_of(config)):
+        return None
+    cache = Path(ClusterConfig.from_config(config).cache_dir)
+    if not cache.is_dir():
+        return None   # the asset checks name the missing cache
+    try:
+        check_writable(cache / "datasets")
+    except PrefetchError as exc:
+        return Check("cache writable", False, str(exc).split(": point")[0],
+                     "make cluster.cache_dir writable for the jobs (datasets locks files there)")
+    return Check("cache writable", True, f"{cache / 'datasets'} takes files (datasets' locks)")
+
+
 def check_disk(config: Mapping[str, Any], stage: str, where: str | Path,
                model: str | None = None,
                free_gb: Callable[[Path], float] | None = None) -> Check:
@@ -384,4 +405,7 @@ def run_checks(config: Mapping[str, Any], stage: str, *, gpus: int | None = None
     if stage == "train":
         checks += check_training_memory(config, model, seen)
     checks += check_assets(config, stage, environ)
+    writable = check_cache_writable(config, stage)
+    if writable is not None:
+        checks.append(writable)
     return checks

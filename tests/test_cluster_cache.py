@@ -117,3 +117,28 @@ def test_full_cache_is_refused_first_and_a_copy_that_fills_it_is_one_line(tmp_pa
     assert out["error"].startswith("staging model Qwen/Qwen2.5-VL-3B-Instruct into "
                                    f"cluster.cache_dir {tmp_path}/mnt/cache failed (")
     assert "No space left on device" in out["error"] and "\n" not in out["error"]
+
+
+def test_each_evaluation_job_gets_a_node_local_mirror_of_the_datasets(paper, tmp_path,
+                                                                     monkeypatch):
+    from vade.cluster.config import job_env
+    from vade.cluster.preflight import check_local_datasets
+
+    shared = tmp_path / "cache" / "datasets" / "ai4math___math_vista" / "default" / "0.0.0"
+    shared.mkdir(parents=True)
+    (shared / "dataset_info.json").write_text("{}")
+    (shared / "math_vista-testmini.arrow").write_bytes(b"rows")
+    (shared.parent / "0.0.0_builder.lock").write_text("")   # another job's lock: not linked
+    paper["cluster"]["scratch_dir"] = str(tmp_path / "node")
+    env = job_env(paper)
+    assert env["LMMS_EVAL_DATASETS_CACHE"].startswith(f"{tmp_path}/node/vade-datasets-${{USER}}-")
+    monkeypatch.setenv("USER", "alice")
+    [check] = check_local_datasets(paper, env)
+    local = Path(env["LMMS_EVAL_DATASETS_CACHE"].replace("${USER}", "alice"))
+    assert check.ok and "2 new links; locks stay on this node" in check.detail
+    mirrored = local / "ai4math___math_vista" / "default" / "0.0.0"
+    assert (mirrored / "math_vista-testmini.arrow").read_bytes() == b"rows"
+    assert (mirrored / "math_vista-testmini.arrow").is_symlink()
+    assert not (mirrored.parent / "0.0.0_builder.lock").exists()
+    (mirrored.parent / "0.0.0_builder.lock").write_text("")   # this job's lock: local only
+    assert check_local_datasets(paper, env)[0].detail.count("0 new links") == 1

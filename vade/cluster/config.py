@@ -74,6 +74,7 @@ class ClusterConfig:
     revisions: Mapping[str, str] = field(default_factory=dict)
     offline: bool = True              # GPU jobs run with HF_HUB_OFFLINE=1
     min_free_gb: float = 50.0         # disk that must stay free beside the run's checkpoints
+    scratch_dir: str = "/tmp"         # node-local: the jobs' locks and cache files (scratch.py)
     plan: PlanAssumptions = field(default_factory=PlanAssumptions)
 
     @classmethod
@@ -83,7 +84,7 @@ class ClusterConfig:
             raise ValueError(f"config key 'cluster' must be a mapping, got {type(v).__name__}")
         v = dict(v)
         reject_unknown(v, {f.name for f in fields(cls)}, "cluster")
-        for key in ("cache_dir", "local_assets"):
+        for key in ("cache_dir", "local_assets", "scratch_dir"):
             if key in v and v[key] is not None and (not isinstance(v[key], str) or not v[key]):
                 raise ValueError(f"cluster.{key} must be a folder path, got {v[key]!r}")
         revs = v.get("revisions") or {}
@@ -102,9 +103,12 @@ class ClusterConfig:
 def job_env(config: Mapping[str, Any]) -> dict[str, str]:
     """The environment every job of a GPU config gets when ``cluster.offline``: the staged cache
     as Hugging Face's home, hub and datasets offline (no download, no token), and lmms-eval's
-    datasets cache pinned to it (on a network file system lmms-eval would otherwise pick another
-    folder). Empty for a config with no GPU stage (the CPU demo) or with ``offline: false``."""
+    datasets cache at a node-local mirror of the staged ``datasets/`` (``vade.cluster.scratch``:
+    locks on local disk, data read from the cache). Empty for a config with no GPU stage (the
+    CPU demo) or with ``offline: false``."""
     from pathlib import Path
+
+    from vade.cluster.scratch import local_datasets_cache
 
     cluster = ClusterConfig.from_config(config)
     resources = config.get("resources") or {}
@@ -112,4 +116,5 @@ def job_env(config: Mapping[str, Any]) -> dict[str, str]:
         return {}
     home = Path(cluster.cache_dir).resolve()
     return {"HF_HOME": str(home), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1", "LMMS_EVAL_DATASETS_CACHE": str(home / "datasets")}
+            "TRANSFORMERS_OFFLINE": "1",
+            "LMMS_EVAL_DATASETS_CACHE": local_datasets_cache(cluster.scratch_dir, home)}

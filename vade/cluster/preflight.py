@@ -408,4 +408,31 @@ def run_checks(config: Mapping[str, Any], stage: str, *, gpus: int | None = None
     writable = check_cache_writable(config, stage)
     if writable is not None:
         checks.append(writable)
+    if stage == "evaluate":
+        checks += check_local_datasets(config, environ)
     return checks
+
+
+def check_local_datasets(config: Mapping[str, Any],
+                         environ: Mapping[str, str] | None = None) -> list[Check]:
+    """Build this node's mirror of the staged datasets (``vade.cluster.scratch``) where
+    ``LMMS_EVAL_DATASETS_CACHE`` points, so that locks stay on local disk."""
+    from vade.cluster.config import ClusterConfig
+    from vade.cluster.scratch import mirror_tree
+
+    env = os.environ if environ is None else environ
+    target = env.get("LMMS_EVAL_DATASETS_CACHE")
+    shared = Path(ClusterConfig.from_config(config).cache_dir) / "datasets"
+    if not target or not shared.is_dir():
+        return []
+    local = Path(os.path.expandvars(target))
+    if local.resolve() == shared.resolve():
+        return [Check("datasets scratch", True, f"lmms-eval's datasets cache is the shared "
+                                                f"{shared} (locks there)")]
+    try:
+        made = mirror_tree(shared, local)
+    except OSError as exc:
+        return [Check("datasets scratch", False, f"cannot build {local}: {exc}",
+                      "set cluster.scratch_dir to a writable node-local folder")]
+    return [Check("datasets scratch", True, f"{local}: node-local mirror of {shared} "
+                                            f"({made} new links; locks stay on this node)")]

@@ -109,8 +109,12 @@ def make_engine(kind: str, model_path: str, *, batch_size: int = 64, threads: in
         from functools import partial
 
         from vade.rollout.parallel import DataParallelEngine, gpu_groups, visible_gpus
-        from vade.rollout.vllm_engine import VLLMEngine
+        from vade.rollout.vllm_engine import VLLMEngine, require_vllm
 
+        import importlib.util
+
+        if importlib.util.find_spec("vllm") is None:   # said before the GPU count is
+            require_vllm()   # (not imported here: the engines' processes import it)
         groups = gpu_groups(visible_gpus() if gpus is None else gpus, tensor_parallel_size)
         factory = partial(VLLMEngine, model_path, tensor_parallel_size=tensor_parallel_size,
                           **kwargs)

@@ -21,7 +21,19 @@ from vade.rollout.engine import Rollouts
 if TYPE_CHECKING:  # pragma: no cover
     from vade.data.records import Example
 
-__all__ = ["VLLMEngine", "request_seed"]
+__all__ = ["VLLMEngine", "request_seed", "require_vllm"]
+
+
+def require_vllm() -> Any:
+    """The vllm module, or one clear error naming the alternative."""
+    try:
+        import vllm
+    except ImportError as exc:
+        raise RuntimeError(
+            "difficulty.engine 'vllm' needs the vllm package, which is not installed in this "
+            "environment (it needs a GPU); install the train-verl environment or use "
+            f"engine 'hf' on CPU ({exc})") from None
+    return vllm
 
 
 def request_seed(seed: int, sample_id: int) -> int:
@@ -35,13 +47,7 @@ class VLLMEngine:
     def __init__(self, model_path: str, *, max_images_per_prompt: int = 1,
                  gpu_memory_utilization: float = 0.85, dtype: str = "bfloat16",
                  **llm_kwargs: Any) -> None:
-        try:
-            import vllm
-        except ImportError as exc:
-            raise RuntimeError(
-                "difficulty.engine 'vllm' needs the vllm package, which is not installed in this "
-                "environment (it needs a GPU); install the train-verl environment or use "
-                f"engine 'hf' on CPU ({exc})") from None
+        vllm = require_vllm()
         from transformers import AutoProcessor
 
         self.model_path = str(model_path)

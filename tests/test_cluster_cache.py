@@ -108,6 +108,7 @@ def test_read_only_cache_is_one_line(tmp_path, paper):
                             "user can write")
 
 
+@pytest.mark.e2e  # several seconds: real processes / a training run
 def test_full_cache_is_refused_first_and_a_copy_that_fills_it_is_one_line(tmp_path, paper):
     cfg = _local_config(tmp_path, paper, 2)         # 2 MB into a 1 MiB file system
     out = _unshare(tmp_path, "rw", cfg, "check")
@@ -122,7 +123,7 @@ def test_full_cache_is_refused_first_and_a_copy_that_fills_it_is_one_line(tmp_pa
 def test_each_evaluation_job_gets_a_node_local_mirror_of_the_datasets(paper, tmp_path,
                                                                      monkeypatch):
     from vade.cluster.config import job_env
-    from vade.cluster.preflight import check_local_datasets
+    from vade.cluster.preflight_cache import check_local_datasets
 
     shared = tmp_path / "cache" / "datasets" / "ai4math___math_vista" / "default" / "0.0.0"
     shared.mkdir(parents=True)

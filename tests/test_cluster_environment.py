@@ -41,6 +41,7 @@ def test_a_replaced_value_is_said(paper):
                      "the jobs (cluster.cache_dir)"]
 
 
+@pytest.mark.e2e  # several seconds: real processes / a training run
 def test_preflight_by_hand_checks_the_jobs_environment(paper, tmp_path, monkeypatch, capsys):
     cfg = tmp_path / "paper.yaml"
     cfg.write_text(yaml.safe_dump(paper))

@@ -43,6 +43,7 @@ class CountingEngine:
         return Rollouts(np.repeat(np.arange(len(examples), dtype=np.int64), n), texts, n)
 
 
+@pytest.mark.e2e  # several seconds: real processes / a training run
 def test_one_engine_per_gpu_group_each_sees_only_its_gpus():
     rows = [Row(i) for i in range(10)]
     with DataParallelEngine(partial(CountingEngine), [["0"], ["1"], ["2"], ["3"]]) as engine:

@@ -12,10 +12,10 @@ import os
 import signal
 
 import pytest
-
-import vade.train.local.loop as loop
 from test_train_local import _cfg, _paths, _tables, write_toy_data
+
 from vade.cluster.timelimit import TimeGuard, TimeLimitReached
+from vade.train.local import loop
 from vade.train.local.toy import ToyPolicy
 
 
@@ -28,6 +28,7 @@ def _checkpoints(out):
     return sorted(p.stem for p in (out / "checkpoints").glob("step_*.pt"))
 
 
+@pytest.mark.e2e  # several seconds: real processes / a training run
 def test_usr1_checkpoints_then_resume_gives_the_same_history(data, tmp_path, monkeypatch):
     cfg = _cfg(tmp_path, steps=5, checkpoint_every=0)   # no periodic checkpoint at all
     whole = tmp_path / "a" / "toy-grpo-vade-s0"
@@ -54,6 +55,7 @@ def test_usr1_checkpoints_then_resume_gives_the_same_history(data, tmp_path, mon
     assert _tables(cut / "history.duckdb") == _tables(whole / "history.duckdb")
 
 
+@pytest.mark.e2e  # several seconds: real processes / a training run
 def test_wall_time_under_the_margin_checkpoints_after_the_step(data, tmp_path, monkeypatch):
     import time
 

@@ -64,7 +64,10 @@ def _from_config_json(path: Path, name: str, params: float) -> ModelShape | None
     except (OSError, ValueError):
         return None
     text = cfg.get("text_config") or cfg
-    get = lambda k: text.get(k, cfg.get(k))  # noqa: E731  (VL configs keep some keys on top)
+
+    def get(key: str) -> Any:   # VL configs keep some keys on top of text_config
+        return text.get(key, cfg.get(key))
+
     try:
         return ModelShape(name, params, int(get("num_hidden_layers")), int(get("hidden_size")),
                           int(get("num_attention_heads")),

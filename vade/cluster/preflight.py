@@ -134,7 +134,7 @@ def check_packages(config: Mapping[str, Any], stage: str, root: Path = Path(),
             continue
         try:
             importer(module)
-        except Exception as exc:  # noqa: BLE001  (any import failure is the finding)
+        except Exception as exc:
             checks.append(Check(f"package {dist}", False, f"import {module} failed: "
                                 f"{type(exc).__name__}: {str(exc)[:200]}", fix))
             continue
@@ -151,7 +151,7 @@ def probe_gpus() -> list[float]:
         if torch.cuda.is_available():
             return [torch.cuda.get_device_properties(i).total_memory / 2**30
                     for i in range(torch.cuda.device_count())]
-    except Exception:  # noqa: BLE001, S110  (a broken torch: ask nvidia-smi)
+    except Exception:
         pass
     exe = shutil.which("nvidia-smi")
     if not exe:
@@ -198,67 +198,12 @@ def check_gpus(config: Mapping[str, Any], stage: str, gpus: Sequence[float],
                                 f"raise {where}.gpu_memory_utilization or "
                                 f"{where}.tensor_parallel_size, or use larger GPUs"))
             if where == "evaluate.judge" and ok:
+                from vade.cluster.preflight_memory import check_judge_kv
+
                 checks.append(check_judge_kv(ev, room - weights))
     return checks
 
 
-def check_judge_kv(ev: Any, free_gib: float) -> Check:
-    """Room in the judge's share, after its weights, for the KV cache of one whole request at
-    the context it is served with (vLLM refuses to start without it), and that context against
-    what a request needs (``vade.eval.judge``)."""
-    from vade.cluster.memory import RESERVE_GIB
-    from vade.cluster.models import shape_of
-    from vade.eval.judge import JUDGE_MAX_MODEL_LEN, judge_context_tokens
-
-    context = JUDGE_MAX_MODEL_LEN
-    args = list(ev.judge.extra_args)
-    for i, a in enumerate(args):
-        if a.startswith("--max-model-len"):
-            context = int(a.split("=", 1)[1] if "=" in a else args[i + 1])
-    need_tokens = judge_context_tokens(ev.output_tokens)
-    if need_tokens > context:
-        return Check("evaluate.judge context", False,
-                     f"a request needs up to {need_tokens} tokens (a {ev.output_tokens}-token "
-                     f"response + template + verdict), the judge is served with {context}",
-                     "lower evaluate.max_new_tokens or pass --max-model-len in "
-                     "evaluate.judge.extra_args")
-    shape = shape_of(ev.judge.model)
-    if shape is None:
-        return Check("evaluate.judge KV cache", True, f"context {context} tokens; KV room "
-                     f"not checked ({ev.judge.model}'s shape is unknown here)")
-    tp = ev.judge.tensor_parallel_size
-    per_token = shape.kv_bytes_per_token() / tp
-    kv = free_gib - RESERVE_GIB
-    fits = int(kv * 2**30 // per_token) if kv > 0 else 0
-    return Check("evaluate.judge KV cache", fits >= context,
-                 f"{kv:.1f} GiB per GPU after weights and {RESERVE_GIB:g} GiB reserve: "
-                 f"{fits} tokens of KV ({per_token / 1024:.0f} KiB each at TP {tp}), "
-                 f"{fits // context} request(s) of {context} at once",
-                 "raise evaluate.judge.gpu_memory_utilization or "
-                 "evaluate.judge.tensor_parallel_size")
-
-
-def check_training_memory(config: Mapping[str, Any], model: str | None,
-                          gpus: Sequence[float]) -> list[Check]:
-    """The verl layout's memory per GPU and phase (``vade.cluster.memory``) against the
-    smallest GPU seen (an 80 GB one when none is)."""
-    from vade.cluster.config import ClusterConfig
-    from vade.cluster.memory import DEFAULT_GPU_GIB, check_layout, layout_of, summary
-    from vade.grid import cells as grid_cells
-
-    gib = min(gpus) if gpus else DEFAULT_GPU_GIB
-    cache = ClusterConfig.from_config(config).cache_dir
-    models = [model] if model else list(dict.fromkeys(c.model for c in grid_cells(config)))
-    checks = []
-    for m in models:
-        x = layout_of(config, m, cache)
-        if x is None:
-            continue
-        problems = check_layout(x, gib)
-        checks.append(Check(f"training memory {m}", not problems,
-                            "; ".join(problems) if problems else summary(x, gib),
-                            "the keys named (vade plan prints the same arithmetic)"))
-    return checks
 
 
 def _manifest(cache: Path) -> dict[str, Any]:
@@ -317,25 +262,6 @@ def check_assets(config: Mapping[str, Any], stage: str,
     return checks
 
 
-def check_cache_writable(config: Mapping[str, Any], stage: str) -> Check | None:
-    """A stage that loads prepared datasets from the cache needs to write there: ``datasets``
-    takes a file lock beside each prepared dataset (a read-only cache fails deep inside
-    ``load_dataset``)."""
-    from vade.cluster.assets import assets_of
-    from vade.cluster.config import ClusterConfig
-    from vade.cluster.prefetch import PrefetchError, check_writable
-
-    if not any(a.kind == "dataset" and stage in a.stages for a in assets_of(config)):
-        return None
-    cache = Path(ClusterConfig.from_config(config).cache_dir)
-    if not cache.is_dir():
-        return None   # the asset checks name the missing cache
-    try:
-        check_writable(cache / "datasets")
-    except PrefetchError as exc:
-        return Check("cache writable", False, str(exc).split(": point")[0],
-                     "make cluster.cache_dir writable for the jobs (datasets locks files there)")
-    return Check("cache writable", True, f"{cache / 'datasets'} takes files (datasets' locks)")
 
 
 def check_disk(config: Mapping[str, Any], stage: str, where: str | Path,
@@ -343,8 +269,8 @@ def check_disk(config: Mapping[str, Any], stage: str, where: str | Path,
                free_gb: Callable[[Path], float] | None = None) -> Check:
     """Free disk where the stage writes: a training run's checkpoints plus cluster.min_free_gb."""
     from vade.cluster.bill import checkpoint_gb
-    from vade.grid import cells as grid_cells
     from vade.cluster.config import ClusterConfig
+    from vade.grid import cells as grid_cells
 
     path = Path(where)
     while not path.exists() and path != path.parent:
@@ -403,8 +329,12 @@ def run_checks(config: Mapping[str, Any], stage: str, *, gpus: int | None = None
     if needed:
         checks += check_gpus(config, stage, seen, needed)
     if stage == "train":
+        from vade.cluster.preflight_memory import check_training_memory
+
         checks += check_training_memory(config, model, seen)
     checks += check_assets(config, stage, environ)
+    from vade.cluster.preflight_cache import check_cache_writable, check_local_datasets
+
     writable = check_cache_writable(config, stage)
     if writable is not None:
         checks.append(writable)
@@ -412,27 +342,3 @@ def run_checks(config: Mapping[str, Any], stage: str, *, gpus: int | None = None
         checks += check_local_datasets(config, environ)
     return checks
 
-
-def check_local_datasets(config: Mapping[str, Any],
-                         environ: Mapping[str, str] | None = None) -> list[Check]:
-    """Build this node's mirror of the staged datasets (``vade.cluster.scratch``) where
-    ``LMMS_EVAL_DATASETS_CACHE`` points, so that locks stay on local disk."""
-    from vade.cluster.config import ClusterConfig
-    from vade.cluster.scratch import mirror_tree
-
-    env = os.environ if environ is None else environ
-    target = env.get("LMMS_EVAL_DATASETS_CACHE")
-    shared = Path(ClusterConfig.from_config(config).cache_dir) / "datasets"
-    if not target or not shared.is_dir():
-        return []
-    local = Path(os.path.expandvars(target))
-    if local.resolve() == shared.resolve():
-        return [Check("datasets scratch", True, f"lmms-eval's datasets cache is the shared "
-                                                f"{shared} (locks there)")]
-    try:
-        made = mirror_tree(shared, local)
-    except OSError as exc:
-        return [Check("datasets scratch", False, f"cannot build {local}: {exc}",
-                      "set cluster.scratch_dir to a writable node-local folder")]
-    return [Check("datasets scratch", True, f"{local}: node-local mirror of {shared} "
-                                            f"({made} new links; locks stay on this node)")]

@@ -34,9 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vade.cluster.preflight import run_checks
-
     from vade.cluster.config import job_env, near_miss_env
+    from vade.cluster.preflight import run_checks
 
     config = load_config(args)
     if not config:

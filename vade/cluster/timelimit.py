@@ -66,7 +66,7 @@ def _squeue_end(job_id: str) -> str:
         return ""
     try:
         return subprocess.run([exe, "-h", "-j", job_id, "-o", "%e"], capture_output=True,
-                              text=True, timeout=30).stdout
+                              text=True, timeout=30, check=False).stdout
     except (subprocess.SubprocessError, OSError):
         return ""
 

@@ -106,12 +106,11 @@ def make_engine(kind: str, model_path: str, *, batch_size: int = 64, threads: in
         model, processor = load_policy(model_path, threads=threads)
         return HFEngine(model, processor, batch_size=batch_size)
     if kind == "vllm":
+        import importlib.util
         from functools import partial
 
         from vade.rollout.parallel import DataParallelEngine, gpu_groups, visible_gpus
         from vade.rollout.vllm_engine import VLLMEngine, require_vllm
-
-        import importlib.util
 
         if importlib.util.find_spec("vllm") is None:   # said before the GPU count is
             require_vllm()   # (not imported here: the engines' processes import it)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +85,49 @@ def test_the_ppo_entry_installs_the_hook_in_the_trainer_module(monkeypatch):
     monkeypatch.setattr(ray_trainer, "should_save_ckpt_esi", ray_trainer.should_save_ckpt_esi)
     ppo_entry.install()
     assert ray_trainer.should_save_ckpt_esi is timelimit.should_checkpoint
+
+
+def test_the_launcher_relays_the_signal_and_reports_the_stop_in_one_line(tmp_path, monkeypatch):
+    """``launch`` with verl replaced by a stand-in: the launcher's process gets SIGURG while
+    verl runs, the stand-in sees the flag file (what the actor's guard reads), writes the stop
+    file as ``stop_if_due`` would and exits 1; the launcher raises one line, not verl's status."""
+    import signal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vade.cluster.timelimit import TimeLimitReached
+    from vade.train.config import TrainConfig
+    from vade.train.verl import launch as launch_mod
+
+    config = {"name": "exp", "train": {"backend": "verl", "verl": {}},
+              "tracking": {"enabled": False}}
+    cfg = TrainConfig.from_config(config, algorithm="grpo", method="vanilla", seed=0)
+    (tmp_path / "data").mkdir()
+    for name in ("train", "val"):
+        pq.write_table(pa.table({"data_source": ["geo3k"] * 4}),
+                       tmp_path / "data" / f"{name}.parquet")
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "24")
+    monkeypatch.setenv("SLURM_JOB_END_TIME", "1700000000")
+    seen = {}
+
+    def verl(cmd, env, log_path):
+        os.kill(os.getpid(), signal.SIGURG)          # SLURM's warning reaches the launcher
+        seen.update(cmd=cmd, flag=Path(env["VADE_CHECKPOINT_FLAG"]).read_text())
+        Path(env["VADE_TIME_STOP"]).write_text(json.dumps({"step": 21, "reason": "SIGURG"}))
+        return 1
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGUSR1, signal.SIGURG)}
+    monkeypatch.setattr(launch_mod, "_stream", verl)
+    try:
+        with pytest.raises(TimeLimitReached, match=r"checkpointed step 21 and stopped: SIGURG; "
+                                                   r"run it again"):
+            launch_mod.launch(cfg, model="m", model_path="m", data_dir=tmp_path / "data",
+                              difficulty=None, out_dir=tmp_path / "run")
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+    assert seen["flag"] == "SIGURG"
+    assert "ray_kwargs.ray_init.num_cpus=24" in seen["cmd"]
+    assert ("+ray_kwargs.ray_init.runtime_env.env_vars.SLURM_JOB_END_TIME='1700000000.0'"
+            in seen["cmd"])

@@ -157,13 +157,16 @@ def ray_cpus_override(env: Mapping[str, str]) -> str:
 def _time_limit_files(out: Path, env: dict[str, str]) -> tuple[Path, Path]:
     """The flag this process writes on a checkpoint signal and the file the trainer writes when
     it stops for the limit (``vade.train.verl.timelimit``); both cleared for this attempt."""
-    from vade.cluster.timelimit import FLAG_ENV, flag_on_signal
+    from vade.cluster.timelimit import END_ENV, FLAG_ENV, flag_on_signal, job_end_time
     from vade.train.verl.timelimit import STOP_ENV
 
     flag, stop = out / "checkpoint-now", out / "time-stop.json"
     for p in (flag, stop):
         p.unlink(missing_ok=True)
     env[FLAG_ENV], env[STOP_ENV] = str(flag), str(stop)
+    end = job_end_time(env)   # resolved here (squeue if need be): the actor gets a number
+    if end is not None:
+        env[END_ENV] = str(end)
     flag_on_signal(flag, env)
     return flag, stop
 

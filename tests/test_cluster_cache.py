@@ -143,3 +143,33 @@ def test_each_evaluation_job_gets_a_node_local_mirror_of_the_datasets(paper, tmp
     assert not (mirrored.parent / "0.0.0_builder.lock").exists()
     (mirrored.parent / "0.0.0_builder.lock").write_text("")   # this job's lock: local only
     assert check_local_datasets(paper, env)[0].detail.count("0 new links") == 1
+
+
+PREFLIGHT_RO = r"""
+import json, sys
+from vade.cluster.preflight_cache import check_cache_writable
+print(json.dumps(check_cache_writable(json.loads(sys.argv[1]), "evaluate").line()))
+"""
+
+
+def test_a_read_only_cache_fails_preflight_before_a_dataset_loads(tmp_path, paper):
+    """An evaluation job's preflight on a cache made read-only after it was staged."""
+    if not shutil.which("unshare"):
+        pytest.skip("no unshare here")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    paper["cluster"]["cache_dir"] = str(mnt / "cache")
+    script = tmp_path / "check.py"
+    script.write_text(PREFLIGHT_RO)
+    cmd = (f"mount -t tmpfs -o size=1m tmpfs {mnt} && mkdir -p {mnt}/cache/datasets && "
+           f"mount -o remount,ro {mnt} && "
+           f"{sys.executable} {script} '{json.dumps(paper)}'")
+    proc = subprocess.run(["unshare", "-rm", "sh", "-c", cmd], capture_output=True, text=True,
+                          timeout=120, check=False)
+    if proc.returncode and "mount" in proc.stderr:
+        pytest.skip(f"cannot mount a tmpfs in a user namespace here: {proc.stderr[-200:]}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    line = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert line == (f"FAIL cache writable: cluster.cache_dir {mnt}/cache/datasets is not "
+                    "writable (Read-only file system) -> make cluster.cache_dir writable for "
+                    "the jobs (datasets locks files there)")

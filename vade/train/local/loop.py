@@ -107,6 +107,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
            ) -> dict[str, Any]:
     from tqdm import tqdm
 
+    from vade.cluster.timelimit import TimeGuard, TimeLimitReached
     from vade.provenance import code_version
     from vade.sampling import make_sampler
     from vade.train.checkpoint import capture_rng, save_checkpoint
@@ -133,6 +134,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
     state, store, recorder = run.state, run.store, run.recorder
     run_id = paths.run_id
     status = "FAILED"
+    guard = TimeGuard.from_env().install()  # the job's time limit: checkpoint, then exit
     try:
         store.start_run(method=cfg.method, sampler_config=sampler.config, config=cfg.to_dict())
         if state["step"] == 0:
@@ -163,6 +165,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
         generated_here = 0
         timing: dict[str, list[float]] = {k: [] for k in PHASES}  # per step, this process
         for step in bar:
+            t_step = time.perf_counter()
             phases = Phases()
             if budget_spent(cfg, state["rollouts_cumulative"]):
                 break  # a resumed DAPO run that had already stopped at the rollout cap
@@ -189,7 +192,9 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
                 if shaper is not None:
                     store.log_levels(step, *shaper.last_update)
             state["step"] = step
-            if cfg.checkpoint_every and (step % cfg.checkpoint_every == 0 or last):
+            guard.step_done(time.perf_counter() - t_step)
+            stop = None if last else guard.reason()
+            if stop or cfg.checkpoint_every and (step % cfg.checkpoint_every == 0 or last):
                 with phases.time("checkpoint"):
                     save_checkpoint(paths.checkpoints, step, {
                         "policy": policy.state_dict(),
@@ -206,6 +211,10 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
                             refresh=False)
             if crash_after_step is not None and step == crash_after_step:
                 raise RuntimeError(f"simulated crash after step {step}")
+            if stop:
+                raise TimeLimitReached(f"{run_id}: checkpointed step {step} of {cfg.steps} and "
+                                       f"stopped: {stop}; run it again (the next submission) "
+                                       "to resume from there")
             if last:
                 break
         wall = time.perf_counter() - t_run
@@ -228,6 +237,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
         }
         status = "FINISHED"
     finally:
+        guard.restore()
         recorder.close(status)
     _write_json(paths.out / "done.json", done)
     return done

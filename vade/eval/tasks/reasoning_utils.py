@@ -1,9 +1,14 @@
 """lmms-eval hooks of the reasoning-length task variants (ChartQA, ScienceQA-IMG).
 
-lmms-eval's own scorers compare the whole response with the answer, which suits a model told to
-answer in one word. A model that reasons first ends with ``\\boxed{answer}`` (the prompt asks for
-it, as in training); these hooks score that final answer with the training reward's verdict
-(``vade.eval.answers``: one answer semantics for reward and evaluation).
+A model that reasons first ends with ``\\boxed{answer}`` (the prompt asks for it, as in
+training). Each item gets two named numbers:
+
+* the table number, lmms-eval's official metric (``chartqa.utils.relaxed_correctness``,
+  ``scienceqa.utils.sqa_process_results``, imported) on the final ``\\boxed{}`` answer (lmms-eval's
+  own ``extract_boxed_answer``), or on the whole response when there is no box, as lmms-eval
+  scores a model that answers directly;
+* ``*_reward``: the training reward's verdict (``vade.eval.answers``: one answer semantics for
+  reward and evaluation), which also accepts "50%" for 50, "1,200", units and option texts.
 """
 
 from __future__ import annotations
@@ -20,9 +25,25 @@ def sqa_doc_to_visual(doc):
     return [] if doc["image"] is None else limited([doc["image"].convert("RGB")])
 
 
+def final_answer(response: str) -> str:
+    """The final ``\\boxed{}`` content (lmms-eval's extractor), else the whole response."""
+    from lmms_eval.tasks._task_utils.reasoning_utils import extract_boxed_answer
+
+    return extract_boxed_answer(response) or response
+
+
 def chartqa_reasoning_process_results(doc, results):
-    return chartqa_scores(doc, results[0] if results else "")
+    from lmms_eval.tasks.chartqa.utils import chartqa_process_results
+
+    response = results[0] if results else ""
+    official = chartqa_process_results(doc, [final_answer(response)])
+    reward = chartqa_scores(doc, response)
+    return {**official, **{f"{k}_reward": v for k, v in reward.items()}}
 
 
 def sqa_reasoning_process_results(doc, results):
-    return scienceqa_scores(doc, results[0] if results else "")
+    from lmms_eval.tasks.scienceqa.utils import sqa_process_results
+
+    response = results[0] if results else ""
+    official = sqa_process_results(doc, [final_answer(response)])
+    return {**official, "exact_match_reward": scienceqa_scores(doc, response)["exact_match"]}

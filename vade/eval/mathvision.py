@@ -66,9 +66,9 @@ def clean_answer(answer: str) -> str:
     """The official cleaning: lmms-eval's copy of MATH-V's ``find_math_answer`` (identical to
     ``evaluation/utils.py`` but for bare ``except:`` clauses), then ``evaluate.py``'s letter and
     punctuation fixes."""
-    from lmms_eval.tasks.mathvision.eval_utils import find_math_answer
+    from vade.eval.official import lmms_eval_task_file
 
-    s = find_math_answer(answer)
+    s = lmms_eval_task_file("mathvision/eval_utils.py").find_math_answer(answer)
     for c in "abcde":
         s = s.replace(f"({c})", c)
     for c in "abcde":

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
+import importlib.util
 import os
 import shutil
 import urllib.request
@@ -30,10 +31,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-__all__ = ["PINNED", "OfficialFile", "mathverse_extract_prompt", "mathverse_match_prompt",
-           "mathvista_extract_prompt", "official_root", "official_text", "stage",
+__all__ = ["PINNED", "OfficialFile", "lmms_eval_task_file", "mathverse_extract_prompt",
+           "mathverse_match_prompt", "mathvista_extract_prompt", "official_root", "official_text", "stage",
            "trunk_response"]
 
 
@@ -168,10 +170,25 @@ def _import_env() -> Iterator[None]:
 
 
 @cache
-def _mathvista() -> tuple[str, Callable[..., str]]:
+def lmms_eval_task_file(relpath: str) -> ModuleType:
+    """One of lmms-eval's task utility files (``relpath`` under ``lmms_eval/tasks``), loaded on
+    its own: importing it as ``lmms_eval.tasks.<...>`` first builds lmms-eval's whole task index
+    (about 40 s), which these self-contained files do not need."""
+    spec = importlib.util.find_spec("lmms_eval")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("lmms-eval is not installed (the scoring environment has it)")
+    path = Path(spec.submodule_search_locations[0]) / "tasks" / relpath
+    name = "_vade_lmms_eval_" + relpath.removesuffix(".py").replace("/", "_")
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(module_spec)
     with _import_env():
-        from lmms_eval.tasks.mathvista.mathvista_evals import DEMO_PROMPT, MathVistaEvaluator
-    return DEMO_PROMPT, MathVistaEvaluator.create_test_prompt
+        module_spec.loader.exec_module(module)
+    return module
+
+
+def _mathvista() -> tuple[str, Callable[..., str]]:
+    evals = lmms_eval_task_file("mathvista/mathvista_evals.py")
+    return evals.DEMO_PROMPT, evals.MathVistaEvaluator.create_test_prompt
 
 
 def mathvista_extract_prompt(query: str, response: str) -> str:

@@ -13,7 +13,8 @@ returns a bool. Types (``vade.data.records.ANSWER_TYPES``):
   that letter.
 * ``number``  numeric equality after ``normalize.parse_number``: exact for an integer gold
   (100000001 is not 100000000), else within relative tolerance ``NUMBER_REL_TOL`` (1e-6) and
-  absolute tolerance ``NUMBER_ABS_TOL`` (1e-9). The tolerance absorbs float formatting
+  absolute tolerance ``NUMBER_ABS_TOL`` (1e-9), but never beyond half a unit of a written
+  gold's last decimal (131253.6 is not 131253.5). The tolerance absorbs float formatting
   (``0.3333333`` vs ``1/3``), not approximation (``3.14`` is not ``3.14159``; ChartQA's 5% is the
   separate ``relaxed`` type).
 * ``relaxed`` ChartQA relaxed accuracy (Masry et al. 2022, as in pix2struct's
@@ -96,11 +97,16 @@ def numbers_match(pred: ParsedNumber, gold: ParsedNumber, rel_tol: Decimal,
 
 def exact_numbers_match(pred: ParsedNumber, gold: ParsedNumber) -> bool:
     """``numbers_match`` with the number tolerance, none for an integer gold (a tolerance on
-    an integer accepts a wrong count: 100000001 for 100000000)."""
-    integral = not gold.percent and gold.value == gold.value.to_integral_value()
-    if integral:
+    an integer accepts a wrong count: 100000001 for 100000000), and never more than half a unit
+    of a written gold's last decimal (131253.6 is not 131253.5, though within 1e-6)."""
+    if gold.percent:
+        return numbers_match(pred, gold, NUMBER_REL_TOL, NUMBER_ABS_TOL)
+    if gold.value == gold.value.to_integral_value():
         return numbers_match(pred, gold, Decimal(0))
-    return numbers_match(pred, gold, NUMBER_REL_TOL, NUMBER_ABS_TOL)
+    tol = max(NUMBER_REL_TOL * abs(gold.value), NUMBER_ABS_TOL)
+    if gold.decimals is not None:
+        tol = min(tol, Decimal(5).scaleb(-gold.decimals - 1))
+    return numbers_match(pred, gold, Decimal(0), tol)
 
 
 def verify_number(pred: str, gold: str) -> bool:

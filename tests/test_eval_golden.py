@@ -60,3 +60,37 @@ def test_rule_variant_agrees_with_the_official_code_on_every_row():
 def test_no_string_crashes_the_rule_variant(response):
     assert rule_correct(response, "5", []) in (True, False)
     assert rule_correct(response, "B", ["1", "$e+d=a$"]) in (True, False)
+
+
+# ---------------------------------------------------------------------------------- MathVista
+
+VISTA = [json.loads(line) for line in
+         (Path(__file__).parent / "fixtures/eval/mathvista_official_verdicts.jsonl")
+         .read_text(encoding="utf-8").splitlines()]
+
+
+def test_mathvista_rule_steps_agree_with_the_official_code_on_published_extractions():
+    """Normalisation and comparison (``calculate_score.py``) of judge extractions from the
+    published runs in lupantech/MathVista ``results/``, every answer type, both verdicts."""
+    from vade.eval.mathvista import is_correct, normalize
+
+    rows = [r for r in VISTA if r["kind"] == "extraction"]
+    assert {(r["answer_type"], r["official"]) for r in rows} == {
+        (t, v) for t in ("text", "integer", "float", "list") for v in (True, False)}
+    wrong = [(r["source"], r["pid"], r["extraction"]) for r in rows
+             if is_correct(normalize(r["extraction"], r["question_type"], r["answer_type"],
+                                     r["choices"] or [], r["precision"]), r["answer"])
+             != r["official"]]
+    assert wrong == []
+
+
+def test_mathvista_quick_path_asks_the_judge_exactly_when_the_official_code_does():
+    """``extract_answer.py``'s answers without a judge (None: it asks the judge)."""
+    from vade.eval.mathvista import quick_extract
+
+    rows = [r for r in VISTA if r["kind"] == "quick"]
+    assert {r["official_quick"] is None for r in rows} == {True, False}
+    wrong = [(r["source"], r["pid"], r["response"]) for r in rows
+             if quick_extract(r["response"].strip(), r["question_type"], r["answer_type"],
+                              r["choices"] or []) != r["official_quick"]]
+    assert wrong == []

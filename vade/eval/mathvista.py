@@ -12,7 +12,8 @@ Three steps, each ours, written from what the official code does:
    option's text, anything else the option nearest by edit distance (Levenshtein); integer:
    ``int(float(x))`` (truncation: "3.7" is 3); float: rounded to the item's ``precision``
    decimals; list: the string; an unparsable number is None (wrong).
-3. Comparison: the normalised prediction equals the gold answer as a string.
+3. Comparison: the normalised prediction equals the gold answer as a string, exactly (no
+   strip, as ``safe_equal``).
 
 A judge that cannot extract (unreachable) leaves the extraction empty, as the official code does;
 the relay counts that call as failed (``vade.eval.judge``).
@@ -85,12 +86,12 @@ def normalize(extraction: str, question_type: str, answer_type: str,
             return str(round(float(text), int(precision or 0)))
     except (ValueError, OverflowError):
         return None
-    return text
+    return str(extraction)  # list: the string as extracted (official: no strip)
 
 
 def is_correct(prediction: str | None, answer: str) -> bool:
     """Step 3: string equality of the normalised prediction and the gold answer."""
-    return prediction is not None and str(prediction).strip() == str(answer).strip()
+    return prediction is not None and prediction == str(answer)  # official: safe_equal, exact
 
 
 def score_doc(doc: dict[str, Any], response: str) -> dict[str, Any]:

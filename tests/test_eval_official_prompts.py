@@ -116,3 +116,34 @@ def test_only_configs_that_judge_mathverse_or_mathvision_stage_it(tmp_path):
     bench = {"name": "MV", "task": "vade_mathvista_testmini", "metric": "accuracy"}
     assert official.stage({"evaluate": {"kind": "paper", "benchmarks": [bench]}}, tmp_path,
                           log=print) == []
+
+
+def test_a_job_without_the_official_prompts_stops_before_any_model_loads(tmp_path, monkeypatch):
+    """``vade evaluate`` preloads every task (and its companions') before the judge and the
+    policy start; lmms-eval's task building stands in (a task of two items; the real module
+    takes 40 s to import)."""
+    import sys
+    import types
+
+    from vade.eval.config import Benchmark, Companion
+    from vade.eval.preload import preload_tasks
+
+    class Task:
+        eval_docs = [0, 1]
+
+    class Manager:
+        all_tasks = ("vade_mathverse_testmini", "vade_mathverse_testmini_cot")
+
+    built = []
+    fake = types.ModuleType("lmms_eval.tasks")
+    fake.get_task_dict = lambda names, manager: built.extend(names) or {names[0]: Task()}
+    monkeypatch.setitem(sys.modules, "lmms_eval.tasks", fake)
+    monkeypatch.setenv("VADE_OFFICIAL_DIR", str(tmp_path / "empty"))
+    bench = Benchmark("MathVerse", "vade_mathverse_testmini", "accuracy", judge=True,
+                      companions=(Companion("CoT", "vade_mathverse_testmini_cot", "accuracy"),))
+    with pytest.raises(ValueError, match=r"benchmark MathVerse .*not staged .*vade prefetch"):
+        preload_tasks([bench], Manager())
+    stage_stand_in(tmp_path / "staged", monkeypatch)
+    built.clear()
+    assert preload_tasks([bench], Manager()) == {"MathVerse": 2}
+    assert built == ["vade_mathverse_testmini", "vade_mathverse_testmini_cot"]

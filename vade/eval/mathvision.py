@@ -78,13 +78,15 @@ def clean_answer(answer: str) -> str:
 
 def _latex_value(text: str) -> Number:
     """``eval(str(latex2sympy(text)))`` as the official code computes it, without eval. An
-    inline-math ``$...$`` is unwrapped first, as latex2sympy2 1.9.1 (the version that reproduces
-    MATH-V's stored verdicts) reads it; 1.5.4 (the one installable beside math-verify) fails."""
+    inline-math ``$...$`` is unwrapped and ``\\displaystyle`` dropped first, as latex2sympy2
+    1.9.1 (the version that reproduces MATH-V's stored verdicts) reads them; 1.5.4 (the one
+    installable beside math-verify) fails on both."""
     from latex2sympy2 import latex2sympy
 
     inner = text.strip()
     if len(inner) > 2 and inner[0] == inner[-1] == "$":
         inner = inner[1:-1]
+    inner = inner.replace("\\displaystyle", "")
     return python_value(str(latex2sympy(inner)))
 
 

@@ -89,8 +89,8 @@ def test_prefetch_stages_the_pinned_file_by_its_commit_and_checks_it(tmp_path, m
         dest.write_text(SOURCE, encoding="utf-8")
 
     got = official.stage(_paper(), tmp_path, fetch=fetch, log=lambda s: None)
-    assert urls == [f"https://raw.githubusercontent.com/ZrrSkywalker/MathVerse/{pin.commit}/"
-                    "evaluation/prompts.py"]
+    assert urls == [(f"https://raw.githubusercontent.com/ZrrSkywalker/MathVerse/{pin.commit}/"
+                     "evaluation/prompts.py")]
     assert [g["status"] for g in got] == ["staged"]
     monkeypatch.setenv("HF_HOME", str(tmp_path))  # jobs read HF_HOME = cluster.cache_dir
     monkeypatch.delenv("VADE_OFFICIAL_DIR", raising=False)
@@ -129,7 +129,7 @@ def test_a_job_without_the_official_prompts_stops_before_any_model_loads(tmp_pat
     from vade.eval.preload import preload_tasks
 
     class Task:
-        eval_docs = [0, 1]
+        eval_docs = (0, 1)
 
     class Manager:
         all_tasks = ("vade_mathverse_testmini", "vade_mathverse_testmini_cot")

@@ -91,7 +91,7 @@ class Benchmark:
             check_int(f"{where}.items", v["items"], 1, 10**9)
         comps = v.get("companions") or []
         if not isinstance(comps, (list, tuple)):
-            raise ValueError(f"{where}.companions must be a list")
+            raise ValueError(f"{where}.companions must be a list")  # noqa: TRY004
         companions = tuple(Companion.from_dict(c if isinstance(c, Mapping) else {},
                                                f"{where}.companions[{i}]")
                            for i, c in enumerate(comps))

@@ -54,14 +54,22 @@ def test_rule_variant_agrees_with_the_official_code_on_every_row():
 
 
 def test_the_named_difference_goes_the_stated_way():
-    """With latex2sympy2 1.5.4 (the scoring environment's), "60 cm", "\\frac{1}{2} r^{2}" and
-    "2\\alpha+\\beta=90" parse as 60, 1/2 and 90: an answer equal to such an option's number
-    is accepted where the official code with 1.9.1 rejects it (3 of 10,760 test-split responses
-    derived from the gold; docs/evaluation.md)."""
+    """With latex2sympy2 1.5.4 (the scoring environment's), "60 cm" and "\\frac{1}{2} r^{2}" parse
+    as 60 and 1/2: the option's own text is accepted where the official code with 1.9.1 rejects
+    it (2 of 10,760 test-split responses derived from the gold; docs/evaluation.md)."""
     known = [r for r in ALL_ROWS if "known_difference" in r]
-    assert len(known) == 3
-    assert [rule_correct(r["response"], r["answer"], r["options"]) for r in known] == [True] * 3
-    assert [r["official"] for r in known] == [False] * 3
+    assert len(known) == 2
+    assert [rule_correct(r["response"], r["answer"], r["options"]) for r in known] == [True] * 2
+    assert [r["official"] for r in known] == [False] * 2
+
+
+def test_an_equation_option_is_read_as_latex2sympy2_1_9_1_reads_it():
+    """1.9.1 solves "2\\alpha+\\beta=90" (no value: "90" is not that option) but reads
+    "\\alpha=30" as 30 (checked against the official code, 2026-11-27); 1.5.4 reads any
+    unwrapped equation as its right side, 90."""
+    options = ["$\\alpha=30$", "$2 \\alpha+\\beta=90$"]
+    assert not rule_correct(r"\boxed{90}", "B", options)
+    assert rule_correct(r"\boxed{30}", "A", options)
 
 
 @pytest.mark.parametrize("response", [

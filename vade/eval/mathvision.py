@@ -20,6 +20,7 @@ evaluation code ... which utilizes the LLM-as-a-judge approach"; MathVision's of
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ __all__ = ["VARIANTS", "clean_answer", "cut_answer", "judge_question", "rule_ans
            "rule_correct", "rule_equal", "score_judge", "score_rule"]
 
 VARIANTS = ("judge", "rule")
+_SYMBOL = re.compile(r"[a-zA-Z]|\\[a-zA-Z]+")  # "x = 3" and "\alpha = 30" are the value 3, 30
 _FLAGS = ("the final answer is", "the answer is", "the correct answer is", "the answer should be")
 
 
@@ -77,16 +79,19 @@ def clean_answer(answer: str) -> str:
 
 
 def _latex_value(text: str) -> Number:
-    """``eval(str(latex2sympy(text)))`` as the official code computes it, without eval. An
-    inline-math ``$...$`` is unwrapped and ``\\displaystyle`` dropped first, as latex2sympy2
-    1.9.1 (the version that reproduces MATH-V's stored verdicts) reads them; 1.5.4 (the one
-    installable beside math-verify) fails on both."""
+    """``eval(str(latex2sympy(text)))`` as the official code computes it, without eval, read as
+    latex2sympy2 1.9.1 (the version that reproduces MATH-V's stored verdicts) reads it where
+    1.5.4 (the one installable beside math-verify) differs: ``$...$`` unwrapped,
+    ``\\displaystyle`` dropped, an equation whose left side is not one symbol no value."""
     from latex2sympy2 import latex2sympy
 
     inner = text.strip()
     if len(inner) > 2 and inner[0] == inner[-1] == "$":
         inner = inner[1:-1]
     inner = inner.replace("\\displaystyle", "")
+    if "=" in inner and not _SYMBOL.fullmatch(inner.split("=")[0].strip()):
+        # 1.9.1 solves "2\alpha+\beta=90" (equations, no number); 1.5.4 reads it as 90
+        raise ValueError(f"{text!r} is an equation, not a value")
     return python_value(str(latex2sympy(inner)))
 
 

@@ -31,6 +31,7 @@ __all__ = ["VARIANTS", "clean_answer", "cut_answer", "judge_question", "rule_ans
 
 VARIANTS = ("judge", "rule")
 _SYMBOL = re.compile(r"[a-zA-Z]|\\[a-zA-Z]+")  # "x = 3" and "\alpha = 30" are the value 3, 30
+_NUMBER_THEN_LETTERS = re.compile(r"-?(?:\d+(?:\.\d+)?|\\frac\{\d+\}\{\d+\})\s*[a-zA-Z][a-zA-Z\s^{}\d]*")
 _FLAGS = ("the final answer is", "the answer is", "the correct answer is", "the answer should be")
 
 
@@ -82,7 +83,8 @@ def _latex_value(text: str) -> Number:
     """``eval(str(latex2sympy(text)))`` as the official code computes it, without eval, read as
     latex2sympy2 1.9.1 (the version that reproduces MATH-V's stored verdicts) reads it where
     1.5.4 (the one installable beside math-verify) differs: ``$...$`` unwrapped,
-    ``\\displaystyle`` dropped, an equation whose left side is not one symbol no value."""
+    ``\\displaystyle`` dropped, no value for an equation whose left side is not one symbol or
+    for a number followed by letters."""
     from latex2sympy2 import latex2sympy
 
     inner = text.strip()
@@ -92,6 +94,9 @@ def _latex_value(text: str) -> Number:
     if "=" in inner and not _SYMBOL.fullmatch(inner.split("=")[0].strip()):
         # 1.9.1 solves "2\alpha+\beta=90" (equations, no number); 1.5.4 reads it as 90
         raise ValueError(f"{text!r} is an equation, not a value")
+    if _NUMBER_THEN_LETTERS.fullmatch(inner.strip()):
+        # 1.9.1: "150cm^{2}" is 150*c*m**2 (no value); 1.5.4 drops the letters (150)
+        raise ValueError(f"{text!r} is a number times symbols, not a value")
     return python_value(str(latex2sympy(inner)))
 
 

@@ -66,10 +66,10 @@ def test_paper_bill_by_hand(paper):
     assert "21 of 240 steps per submission" in lines["qwen2.5-vl-3b-gspo-dapo-s0"].note
     assert len(lines) == 15
     assert bill.stage_total("training") == pytest.approx(4 * (11 * vanilla_h + 4 * dapo_h))
-    # evaluation: 17 checkpoints x 4 repeats x 211.59 min x 4 GPUs (vade evaluate --plan); 9,761
-    # items per repeat = 8,185 with MathVerse's three vision subsets (2,364) - 2,364 + its whole
-    # testmini (3,940, evaluate.mathverse_subset's default)
-    eval_h = (45 + 9761 * 2048 / 2000 / 60) / 60
+    # evaluation: 17 checkpoints x 4 repeats x 278.83 min x 4 GPUs (vade evaluate --plan); 13,701
+    # items per repeat: MathVerse's whole testmini (3,940, evaluate.mathverse_subset's default)
+    # twice (its query_wo number and its CoT companion) + 1,000 + 304 + 2,017 + 2,500
+    eval_h = (45 + 13701 * 2048 / 2000 / 60) / 60
     assert bill.stage_total("evaluation") == pytest.approx(17 * 4 * eval_h * 4)
     assert bill.total == pytest.approx(bill.stage_total("initial rollouts")
                                        + bill.stage_total("training")

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import pytest
 from judge_stub import ScriptedJudge
+from official_stub import stage_stand_in
 
 from vade.eval import judge_client, mathverse, mathvision, mathvista
 
 
 @pytest.fixture
-def judge(monkeypatch):
-    """Point the client at a scripted judge; tests set ``judge.rules``."""
+def judge(monkeypatch, tmp_path):
+    """Point the client at a scripted judge (tests set ``judge.rules``), with MathVerse's
+    prompt file staged (a stand-in: ``official_stub``)."""
+    stage_stand_in(tmp_path / "official", monkeypatch)
     stub = ScriptedJudge([])
     monkeypatch.setenv("OPENAI_API_URL", stub.url)
     monkeypatch.setenv("MODEL_VERSION", "judge")
@@ -109,7 +112,7 @@ def test_mathverse_golden(judge, question, gold, extraction, reply, correct, err
     extract_prompt, match_prompt = judge.prompts[0], judge.prompts[1]
     assert extract_prompt.endswith(f"Model response: '{R} the end'\nExtracted Answer: ")
     assert match_prompt.endswith(f"[Question]: {question}\n[Standard Answer]: {gold}\n"
-                                 f"[Model_answer] : {extraction}\nJudgement: ")
+                                 f"[Model_answer] : {extraction}\nJudgement:")  # stripped
     asked = len(judge.prompts) - 1
     assert asked == (judge_client.RETRIES + 1 if error else
                      (len(reply) if isinstance(reply, list) else 1))
@@ -137,7 +140,13 @@ MATHVISION_RULE = [
     (r"first \boxed{1}, then \boxed{2}", "2", [], 1.0),  # the last box
     (r"first \boxed{1}, then \boxed{2}", "1", [], 0.0),
     (r"\boxed{\sqrt{3}}", r"\sqrt{3}", [], 1.0),
-    (r"\boxed{1.73}", r"\sqrt{3}", [], 0.0),  # officially 1 (eval of latex2sympy); we never eval
+    (r"\boxed{1.73}", r"\sqrt{3}", [], 1.0),  # sqrt(3) is 1.73 to 2 decimals, computed without eval
+    (r"\boxed{3,2,1}", "1,3,2", [], 0.0),    # a list, never a set
+    (r"\boxed{PTT}", "TTP", [], 0.0),        # letters are symbols, never a commutative product
+    (r"\boxed{A}", "B", ["1", "$e+d=a$"], 0.0),
+    (r"\boxed{--3/4}", "0.75", [], 1.0),     # no crash; latex2sympy reads --3/4 as 3/4
+    (r"\boxed{\operatorname{exit}(1)}", "1", [], 0.0),  # never called
+    (r"\boxed{2^{10^{10}}}", "1", [], 0.0),  # too large to compute: unequal, at once
 ]
 
 
@@ -161,7 +170,8 @@ def test_mathvision_judge_variant_shows_the_options_and_reads_verdicts_strictly(
     assert mathvision.judge_question(free) == "Find x."
 
 
-def test_an_unreachable_judge_is_an_error_not_a_pass(monkeypatch):
+def test_an_unreachable_judge_is_an_error_not_a_pass(monkeypatch, tmp_path):
+    stage_stand_in(tmp_path, monkeypatch)
     monkeypatch.setenv("OPENAI_API_URL", "http://127.0.0.1:9/v1")  # nothing listens on 9
     monkeypatch.setenv("MODEL_VERSION", "judge")
     monkeypatch.setattr(judge_client.time, "sleep", lambda s: None)

@@ -29,14 +29,16 @@ def test_all_three_math_benchmarks_are_judged_like_the_paper():
     assert (vision.task, vision.judge) == ("vade_mathvision_testmini_rule", False)
 
 
-def test_mathvision_metric_is_a_mean_of_zero_one_over_both_verdicts(monkeypatch):
+def test_mathvision_metric_is_a_mean_of_zero_one_over_both_verdicts(monkeypatch, tmp_path):
     """Why scale 100: our MathVision task scores each item 0 or 1 (lmms-eval averages). Both
     verdicts and a malformed one go through the task's real hook, judge client and parser;
-    the judge model is a scripted server on 127.0.0.1."""
+    the judge model is a scripted server on 127.0.0.1, MathVerse's prompt file a stand-in."""
     import importlib.util
 
     from judge_stub import ScriptedJudge
+    from official_stub import stage_stand_in
 
+    stage_stand_in(tmp_path, monkeypatch)
     from vade.eval.taskgen import SHIPPED_TASKS
 
     spec = importlib.util.spec_from_file_location("ju", SHIPPED_TASKS / "judged_utils.py")
@@ -179,7 +181,7 @@ def test_paper_policy_is_served_by_vllm_with_its_own_memory_share():
         "max_new_tokens": 2048, "max_pixels": 12845056}
     assert simple_parse_args_string(call["gen_kwargs"])["seed"] == 2  # repeats differ by seed
     assert call["tasks"] == ["vade_mathvista_testmini", "vade_mathverse_testmini",
-                             "vade_mathvision_testmini", "vade_scienceqa_img_reasoning",
+                             "vade_mathverse_testmini_cot", "vade_mathvision_testmini", "vade_scienceqa_img_reasoning",
                              "vade_chartqa_reasoning"]
     assert (call["random_seed"], call["torch_random_seed"]) == (2, 2)
     cmd = command_line(call)

@@ -25,12 +25,13 @@ def test_paper_default_plan_fits_its_runtime_by_hand_computed_numbers(paper):
     cfg = EvaluateConfig.from_dict(paper["evaluate"])
     res = paper["resources"]["evaluate"]
     plan = make_plan(cfg, runtime_min=res["runtime"], gpus=res["gpu"])
-    # MathVista 1000 + MathVerse testmini 3940 + MathVision 304 + ScienceQA 2017 + ChartQA 2500
-    assert plan.items_per_repeat == 9761
-    assert plan.tokens_per_repeat == 9761 * 2048 == 19_990_528
-    # 45 min (judge served in the job) + 19,990,528 tokens / 2000 tokens/s
-    assert plan.minutes_per_job == pytest.approx(45 + 19_990_528 / 2000 / 60)  # 211.6
-    assert plan.gpu_hours_per_checkpoint == pytest.approx(4 * 211.588 / 60 * 4, abs=0.01)
+    # MathVista 1000 + MathVerse testmini 3940, twice (query_wo and its CoT companion)
+    # + MathVision 304 + ScienceQA 2017 + ChartQA 2500
+    assert plan.items_per_repeat == 1000 + 2 * 3940 + 304 + 2017 + 2500 == 13701
+    assert plan.tokens_per_repeat == 13701 * 2048 == 28_059_648
+    # 45 min (judge served in the job) + 28,059,648 tokens / 2000 tokens/s
+    assert plan.minutes_per_job == pytest.approx(45 + 28_059_648 / 2000 / 60)  # 278.8
+    assert plan.gpu_hours_per_checkpoint == pytest.approx(4 * 278.830 / 60 * 4, abs=0.01)
     assert plan.minutes_per_job < res["runtime"]
     plan.check()  # accepted
 
@@ -38,18 +39,19 @@ def test_paper_default_plan_fits_its_runtime_by_hand_computed_numbers(paper):
 def test_cli_plan_prints_the_arithmetic_and_accepts_the_paper_config(capsys):
     assert main(["evaluate", "--plan", "--config", "config/config.yaml"]) == 0
     out = capsys.readouterr().out
-    assert "9,761 items x 4 repeats x 2048 tokens = 79,962,112 tokens" in out
-    assert "per job: 211.6 min (runtime 720 min); per checkpoint: 56.4 GPU-hours" in out
+    assert "13,701 items x 4 repeats x 2048 tokens = 112,238,592 tokens" in out
+    assert "per job: 278.8 min (runtime 720 min); per checkpoint: 74.4 GPU-hours" in out
     assert "MathVerse      3,940 items x 2048 tokens" in out
+    assert "MathVerse (CoT)   3,940 items x 2048 tokens" in out
     assert "MathVision       304 items x 2048 tokens" in out
 
 
 @pytest.mark.parametrize("edit, knob", [
     # the pre-fix setup: transformers at batch 1 (~25 tokens/s) cannot finish a repeat in 12 h
     ({"policy": {"engine": "hf"}, "plan": {"tokens_per_s": None}},
-     "evaluate.max_new_tokens <= 103 would fit"),  # (720 - 45) x 60 x 25 / 9761 = 103.7
-    # MathVision's own 16,384-token limit: 45 + 9761 x 16384 / 2000 / 60 = 1378 min > 720
-    ({"max_new_tokens": 16384}, "evaluate.max_new_tokens <= 8298 would fit"),
+     "evaluate.max_new_tokens <= 73 would fit"),  # (720 - 45) x 60 x 25 / 13701 = 73.9
+    # MathVision's own 16,384-token limit: 45 + 13701 x 16384 / 2000 / 60 = 1916 min > 720
+    ({"max_new_tokens": 16384}, "evaluate.max_new_tokens <= 5911 would fit"),
 ])
 def test_plan_refuses_a_job_that_cannot_finish_and_names_the_knob(paper, capsys, edit, knob):
     cfg = copy.deepcopy(paper)
@@ -73,8 +75,8 @@ def test_the_mathverse_subset_is_counted_by_the_plan(paper):
     cfg = copy.deepcopy(paper["evaluate"])
     cfg["mathverse_subset"] = "vision_only"
     plan = make_plan(EvaluateConfig.from_dict(cfg), runtime_min=720, gpus=4)
-    assert dict(plan.items)["MathVerse"] == 788
-    assert plan.items_per_repeat == 1000 + 788 + 304 + 2017 + 2500 == 6609
+    assert dict(plan.items)["MathVerse"] == dict(plan.items)["MathVerse (CoT)"] == 788
+    assert plan.items_per_repeat == 1000 + 2 * 788 + 304 + 2017 + 2500 == 7397
     with pytest.raises(ValueError, match="evaluate.mathverse_subset must be one of"):
         EvaluateConfig.from_dict({**cfg, "mathverse_subset": "vision"})
     with pytest.raises(ValueError, match="not both"):

@@ -290,3 +290,46 @@ def test_score_batch_validation_and_options():
     choices = [None, {"choices": ["red", "blue"]}]
     np.testing.assert_array_equal(
         score_batch(["blue", "blue"], ["B", "B"], "choice", extra_infos=choices), [0.0, 1.0])
+
+
+# ------------------------------------------------- real MathVista gold (lupantech/MathVista testmini)
+
+LETTER_OPTIONS = ["(c)", "(a)", "(e)", "(d)", "(b)"]  # pids 168 and 849: the answer "(b)" is E
+
+
+@pytest.mark.parametrize("pred, ok", [
+    ("E", True), ("(E)", True), ("E.", True), ("Option E", True), ("**E**", True),
+    ("e", True),                    # the whole answer a lower-case letter: the letter
+    ("B", False), ("(b)", False),   # the letter B (MathVista's own scorer reads "(b)" as B too)
+    ("A or E", False), ("C", False),
+])
+def test_options_that_are_letters_are_named_by_their_letter(pred, ok):
+    for gold in ("(b)", "E"):  # the gold as MathVista writes it, or as its letter
+        assert acc(rf"\boxed{{{pred}}}", gold, "choice", choices=LETTER_OPTIONS) == float(ok)
+
+
+def test_an_option_text_gold_is_read_as_that_option_before_as_a_letter():
+    # gold "(b)" is the text of option E, not the letter B; texts that are not letters unchanged
+    assert acc(r"\boxed{E}", "(b)", "choice", choices=LETTER_OPTIONS) == 1.0
+    assert acc(r"\boxed{B}", "(b)", "choice", choices=LETTER_OPTIONS) == 0.0
+    assert acc(r"\boxed{a triangle}", "B", "choice", choices=["a square", "a triangle"]) == 1.0
+    assert acc(r"\boxed{A}", "B", "choice", choices=["a square", "a triangle"]) == 0.0
+
+
+@pytest.mark.parametrize("pred, gold, answer_type, ok", [
+    ("100000001", "100000000", "number", False),  # pid 814: a tolerance on an integer is wrong
+    ("100000000", "100000000", "number", True),
+    ("100000000.0", "100000000", "number", True),  # the same integer, written as a float
+    ("1e8", "100000000", "math", True),
+    ("100000001", "100000000", "math", False),
+    ("1000001", "1000000", "math", False),
+    ("0.30000000000000004", "0.3", "number", True),  # float formatting is absorbed ...
+    ("0.3333333", "0.33333333", "number", False),  # ... a digit short of the gold's is not
+    ("3.0000001", "3.0000002", "number", False),
+    ("50%", "0.5", "number", True),                # percent readings unchanged
+    ("131253.6", "131253.5", "number", False),     # pid 383: within 1e-6, a tenth off
+    ("131253.5", "131253.5", "number", True),
+    ("0.3333333", "1/3", "number", True),          # a fraction gold: the tolerance as before
+])
+def test_integers_compare_exactly(pred, gold, answer_type, ok):
+    assert acc(rf"\boxed{{{pred}}}", gold, answer_type) == float(ok)

@@ -223,8 +223,8 @@ def test_paper_evaluation_is_one_gpu_job_per_checkpoint_and_repeat(paper_dry_run
     runs = {r for r, _ in seen}
     assert len(runs) == 17 and seen == {(r, i) for r in runs for i in range(4)}
     # the dry run states what each checkpoint's evaluation costs (vade evaluate --plan)
-    assert "9,761 items x 4 repeats x 2048 tokens = 79,962,112 tokens" in paper_dry_run
-    assert "per job: 211.6 min (runtime 720 min); per checkpoint: 56.4 GPU-hours" in paper_dry_run
+    assert "13,701 items x 4 repeats x 2048 tokens = 112,238,592 tokens" in paper_dry_run
+    assert "per job: 278.8 min (runtime 720 min); per checkpoint: 74.4 GPU-hours" in paper_dry_run
     assert "evaluation plan cannot finish" not in paper_dry_run
     for block in jobs_of(paper_dry_run, "evaluate"):
         run = re.search(r"wildcards: run=([\w.-]+)", block).group(1)

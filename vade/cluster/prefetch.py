@@ -266,7 +266,10 @@ def prefetch(config: Mapping[str, Any], *, download: Callable[..., str] | None =
         log(f"staged {asset.kind} {asset.id}@{e['commit'][:12]}: {len(e['files'])} files, "
             f"{e['bytes'] / 1e9:.3f} GB ({e['origin']})"
             + (f", prepared configs {e['prepared']}" if e["prepared"] else ""))
-    manifest = {"cache_dir": str(cache), "assets": entries}
+    from vade.eval.official import stage  # benchmarks' official prompt files, pinned (GitHub)
+
+    official = stage(config, cache, local=cluster.local_assets, log=log)
+    manifest = {"cache_dir": str(cache), "assets": entries, "official": official}
     tmp = cache / "manifest.json.partial"
     tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
     os.replace(tmp, cache / "manifest.json")

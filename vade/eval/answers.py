@@ -1,6 +1,7 @@
-"""Evaluation scores ChartQA and ScienceQA with the training reward's own verdict.
+"""The training reward's verdict on ChartQA and ScienceQA: the number named ``reward`` beside
+lmms-eval's official one (``tasks/reasoning_utils.py``).
 
-One answer semantics: a response earns in evaluation exactly what it earns as a reward, because
+One answer semantics: a response earns in this number exactly what it earns as a reward, because
 both call ``vade.rewards.score_one`` (the same extraction of the final answer, the same verdict
 function per answer type: ``relaxed`` for ChartQA, ``choice`` for ScienceQA). So "50%" against a
 gold 0.5 or 50, "1,200" against 1200, "5 cm" against 5, an option's text instead of its letter,

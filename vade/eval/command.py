@@ -77,6 +77,7 @@ def _log_mlflow(config: dict, target, rows, averages: dict[str, float],
                                 "checkpoint": target.checkpoint})
             tracker.set_tags({"run_id": target.run_id, "model": target.model, "kind": "base-model",
                               "backend": "lmms-eval", "code_version": code_version()})
+        tracker.set_tags({f"eval/{r.benchmark}/judge": r.judge for r in rows if r.judge})
         by_repeat: dict[int, dict[str, float]] = {}
         for r in rows:
             by_repeat.setdefault(r.repeat, {})[f"eval/{r.benchmark}/score"] = r.score
@@ -116,18 +117,44 @@ def _required(args: argparse.Namespace, *names: str) -> None:
         raise ValueError(f"vade evaluate needs {', '.join(missing)}")
 
 
+def _companions(rows) -> dict[str, dict[str, float]]:
+    """benchmark -> companion name -> mean over the repeats (from each row's ``extras``)."""
+    import json
+
+    got: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        for name, v in (json.loads(r.extras) if r.extras else {}).items():
+            got.setdefault(r.benchmark, {}).setdefault(name, []).append(float(v["score"]))
+    return {b: {n: sum(v) / len(v) for n, v in c.items()} for b, c in got.items()}
+
+
+def score_lines(run_id: str, rows) -> list[str]:
+    """One line per benchmark: average@k, then its companions and its judge, named."""
+    k = len({r.repeat for r in rows})
+    companions = _companions(rows)
+    lines = []
+    for name in dict.fromkeys(r.benchmark for r in rows):
+        mine = [r for r in rows if r.benchmark == name]
+        line = f"{run_id} {name}: average@{k} = {sum(r.score for r in mine) / len(mine):.2f}"
+        line += f" ({mine[0].metric})" if mine[0].metric else ""
+        line += "".join(f"; {c} = {v:.2f}" for c, v in companions.get(name, {}).items())
+        line += f"; judge {mine[0].judge}" if mine[0].judge else ""
+        lines.append(line)
+    return lines
+
+
 def _report(args, config, cfg, target, rows) -> int:
     """MLflow (whole evaluations only: a single repeat waits for the merge), then the file."""
     averages = {}
     for name in dict.fromkeys(r.benchmark for r in rows):
         scores = [r.score for r in rows if r.benchmark == name]
         averages[name] = sum(scores) / len(scores)
+    for name, comps in _companions(rows).items():
+        averages.update({f"{name}/{c}": v for c, v in comps.items()})
     if not args.no_mlflow and args.repeat is None:
         _log_mlflow(config, target, rows, averages, cfg.repeats)
     out = write_eval_results(args.out, rows)
-    k = len({r.repeat for r in rows})
-    for name, v in averages.items():
-        print(f"{args.run_id} {name}: average@{k} = {v:.2f}")
+    print("\n".join(score_lines(args.run_id, rows)))
     print(f"wrote {len(rows)} rows to {out}")
     return 0
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from vade.checks import check_bool, check_float, check_int, reject_unknown
 
-__all__ = ["MATHVERSE_SUBSETS", "MATHVISION_VARIANTS", "PAPER_BENCHMARKS", "Benchmark",
+__all__ = ["MATHVERSE_SUBSETS", "MATHVISION_VARIANTS", "PAPER_BENCHMARKS", "Benchmark", "Companion",
            "EvaluateConfig", "JudgeConfig", "PlanConfig", "PolicyConfig", "paper_benchmarks"]
 
 
@@ -36,12 +36,36 @@ def _memory_share(v: dict[str, Any], where: str) -> None:
                                                   open_lo=True)
 
 
+def _strings(v: Mapping[str, Any], where: str, keys: tuple[str, ...]) -> None:
+    for key in keys:
+        if not isinstance(v.get(key), str) or not v[key]:
+            raise ValueError(f"{where}.{key} must be a non-empty string, got {v.get(key)!r}")
+
+
+@dataclass(frozen=True)
+class Companion:
+    """A named number printed and stored beside a benchmark's table number, never a column of
+    its own: another setting of the benchmark (MathVerse's CoT prompt, its own task) or another
+    scorer of the same responses (the training reward's verdict on ChartQA)."""
+
+    name: str
+    task: str
+    metric: str
+
+    @classmethod
+    def from_dict(cls, v: Mapping[str, Any], where: str) -> Companion:
+        reject_unknown(v, {f.name for f in fields(cls)}, where)
+        _strings(v, where, ("name", "task", "metric"))
+        return cls(v["name"], v["task"], v["metric"])
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """One table column: an lmms-eval task (or group) and the metric that scores it.
 
     ``scale`` turns the metric into percent (100 for metrics in [0, 1], 1 for ones already in
-    percent). A group's score is the item-weighted mean over its subtasks.
+    percent). A group's score is the item-weighted mean over its subtasks. ``companions``: named
+    numbers stored beside it (``Companion``).
     """
 
     name: str
@@ -50,25 +74,39 @@ class Benchmark:
     scale: float = 100.0
     judge: bool = False  # needs the LLM judge endpoint
     items: int | None = None  # items per pass (for `vade evaluate --plan`; None: unknown)
+    companions: tuple[Companion, ...] = ()
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """Every lmms-eval task this column runs (its own, then its companions' new ones)."""
+        return tuple(dict.fromkeys([self.task, *(c.task for c in self.companions)]))
 
     @classmethod
     def from_dict(cls, v: Mapping[str, Any], where: str) -> Benchmark:
         reject_unknown(v, {f.name for f in fields(cls)}, where)
-        for key in ("name", "task", "metric"):
-            if not isinstance(v.get(key), str) or not v[key]:
-                raise ValueError(f"{where}.{key} must be a non-empty string, got {v.get(key)!r}")
+        _strings(v, where, ("name", "task", "metric"))
         scale = check_float(f"{where}.scale", v.get("scale", 100.0), 0.0, 1e9, open_lo=True)
         check_bool(f"{where}.judge", v.get("judge", False))
         if v.get("items") is not None:
             check_int(f"{where}.items", v["items"], 1, 10**9)
+        comps = v.get("companions") or []
+        if not isinstance(comps, (list, tuple)):
+            raise ValueError(f"{where}.companions must be a list")  # noqa: TRY004
+        companions = tuple(Companion.from_dict(c if isinstance(c, Mapping) else {},
+                                               f"{where}.companions[{i}]")
+                           for i, c in enumerate(comps))
+        if len({c.name for c in companions}) != len(companions):
+            raise ValueError(f"{where}.companions names must be distinct")
         return cls(v["name"], v["task"], v["metric"], float(scale), v.get("judge", False),
-                   v.get("items"))
+                   v.get("items"), companions)
 
 
 # The paper's five benchmarks (Section 4.1). The three math benchmarks are our own lmms-eval tasks
-# (vade/eval/tasks) scored as each benchmark's official code scores it, with the LLM judge; ChartQA
-# and ScienceQA are the reasoning-length variants scored with the training reward's verdict (one
-# answer semantics). Metrics are means of 0/1 per item (scale 100).
+# (vade/eval/tasks) scored as each benchmark's official code scores it, with the LLM judge and the
+# official judge prompts; MathVerse's number is the official primary setting (query_wo), its CoT
+# setting (query_cot) a companion. ChartQA and ScienceQA are the reasoning-length variants: the
+# number is lmms-eval's official metric on the final \boxed{} answer, the training reward's
+# verdict (one answer semantics) a companion. Metrics are means of 0/1 per item (scale 100).
 # MathVerse subset (evaluate.mathverse_subset): "testmini", all five versions with a diagram
 # (3,940 items: the MathVerse paper's overall score; the default, since the VADE paper names no
 # subset), or "vision_only" (788). MathVision variant (evaluate.mathvision_variant): "judge" (the
@@ -77,6 +115,7 @@ class Benchmark:
 # ScienceQA-IMG test 2,017; ChartQA test 2,500.
 MATHVERSE_SUBSETS = {"testmini": ("vade_mathverse_testmini", 3940),
                      "vision_only": ("vade_mathverse_testmini_vision_only", 788)}
+REWARD = "reward"  # the companion that scores ChartQA / ScienceQA with the training reward
 MATHVISION_VARIANTS = {"judge": ("vade_mathvision_testmini", True),
                        "rule": ("vade_mathvision_testmini_rule", False)}
 
@@ -86,12 +125,16 @@ def paper_benchmarks(mathverse_subset: str = "testmini",
     """The five benchmarks with the chosen MathVerse subset and MathVision variant."""
     verse_task, verse_items = MATHVERSE_SUBSETS[mathverse_subset]
     vision_task, vision_judged = MATHVISION_VARIANTS[mathvision_variant]
+    sqa, chart = "vade_scienceqa_img_reasoning", "vade_chartqa_reasoning"
     return (
         Benchmark("MathVista", "vade_mathvista_testmini", "accuracy", 100.0, True, 1000),
-        Benchmark("MathVerse", verse_task, "accuracy", 100.0, True, verse_items),
+        Benchmark("MathVerse", verse_task, "accuracy", 100.0, True, verse_items,
+                  (Companion("CoT", f"{verse_task}_cot", "accuracy"),)),
         Benchmark("MathVision", vision_task, "accuracy", 100.0, vision_judged, 304),
-        Benchmark("ScienceQA", "vade_scienceqa_img_reasoning", "exact_match", 100.0, False, 2017),
-        Benchmark("ChartQA", "vade_chartqa_reasoning", "relaxed_overall", 100.0, False, 2500),
+        Benchmark("ScienceQA", sqa, "exact_match", 100.0, False, 2017,
+                  (Companion(REWARD, sqa, "exact_match_reward"),)),
+        Benchmark("ChartQA", chart, "relaxed_overall", 100.0, False, 2500,
+                  (Companion(REWARD, chart, "relaxed_overall_reward"),)),
     )
 
 
@@ -156,6 +199,12 @@ class JudgeConfig:
                     raise ValueError(f"evaluate.judge.{key} must be a list of strings")
                 v[key] = tuple(v[key])
         return cls(**v)
+
+    @property
+    def label(self) -> str:
+        """The judge as printed beside every judged number: the model vLLM loads (serve), the
+        model name sent to the endpoint (external; set served_name to e.g. gpt-4o-2024-08-06)."""
+        return self.model if self.mode == "serve" else self.served_name
 
     @property
     def base_url(self) -> str:

@@ -106,7 +106,7 @@ def verdict(prompt: str) -> int | None:
     reply = ""
     for _ in range(RETRIES + 1):
         try:
-            reply = chat(prompt, max_tokens=8)
+            reply = chat(prompt)
         except JudgeError:
             return None
         found = parse_verdict(reply)

@@ -4,16 +4,15 @@ The paper (Section 4.1) says MathVista, MathVerse and MathVision were scored wit
 evaluation code ... which utilizes the LLM-as-a-judge approach"; MathVision's official code
 (mathllm/MATH-V, ``evaluation/evaluate.py``, ``utils.py``) uses no model. Both are offered:
 
-* ``rule`` (the official code, ours, written from what it does): the answer is cut from the
-  response (a final " B." or a leading "B\\n" is the letter; the number after the last "is ";
-  the text after "the answer is" and its kin when there is no box; the last ``\\boxed{}``
-  otherwise), cleaned of LaTeX and units as the official ``find_math_answer`` cleans it
-  (``0.5`` becomes ``\\frac{1}{2}``, ``3/4`` ``\\frac{3}{4}``), and compared, lower-cased,
-  with the gold answer and with the gold option's text: equal strings, else equal values
-  rounded to 2 decimals. Difference from the official code, which evaluates ``latex2sympy``'s
-  output with Python's ``eval``: we never eval; plain numbers and fractions are compared by value
-  as officially, other expressions symbolically by math-verify (``1.73`` against ``\\sqrt{3}``
-  is right officially, wrong here).
+* ``rule`` (the official code): the answer is cut from the response as ``evaluate.py`` cuts it
+  (a final " B." or a leading "B\\n" is the letter; the number after the last "is "; the text
+  after "the answer is" and its kin when there is no box; the last ``\\boxed{}`` otherwise),
+  cleaned by lmms-eval's copy of the official ``find_math_answer`` (imported), and compared,
+  lower-cased, with the gold answer and with the gold option's text by the official
+  ``is_equal``: equal strings, else element-wise tuples, else equal values to 2 decimals of
+  ``latex2sympy``'s parse. Where the official code calls ``eval`` on that parse, we compute the
+  same number without eval (``vade.eval.pyvalue``), so a comma list is a list (never equal to
+  a permutation) and letters are symbols (never a number), exactly as officially.
 * ``judge`` (the paper's wording, the default): MathVerse's two judge steps (extraction, then
   match; ``vade.eval.mathverse``), with a multiple-choice item's options shown to the judge in
   the question.
@@ -25,12 +24,15 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["VARIANTS", "clean_answer", "cut_answer", "judge_question", "rule_correct",
-           "rule_equal", "score_judge", "score_rule"]
+from vade.eval.pyvalue import Number, python_value
+
+__all__ = ["VARIANTS", "clean_answer", "cut_answer", "judge_question", "rule_answer",
+           "rule_correct", "rule_equal", "score_judge", "score_rule"]
 
 VARIANTS = ("judge", "rule")
+_SYMBOL = re.compile(r"[a-zA-Z]|\\[a-zA-Z]+")  # "x = 3" and "\alpha = 30" are the value 3, 30
+_NUMBER_THEN_LETTERS = re.compile(r"-?(?:\d+(?:\.\d+)?|\\frac\{\d+\}\{\d+\})\s*[a-zA-Z][a-zA-Z\s^{}\d]*")
 _FLAGS = ("the final answer is", "the answer is", "the correct answer is", "the answer should be")
-_BOXED = re.compile(r"oxed\{(.*)\}", re.DOTALL)
 
 
 def cut_answer(response: str) -> str:
@@ -63,82 +65,80 @@ def _is_number(text: str) -> bool:
     return True
 
 
-_DROP = ("\\text", "\\mbox", "\\left", "\\right", "^{\\circ}", "^\\circ", "{m}^3", "m^3",
-         "{units}", "units", "{km}", "km")
-
-
 def clean_answer(answer: str) -> str:
-    """The official ``find_math_answer`` and ``_strip_string`` cleaning, then its letter and
+    """The official cleaning: lmms-eval's copy of MATH-V's ``find_math_answer`` (identical to
+    ``evaluation/utils.py`` but for bare ``except:`` clauses), then ``evaluate.py``'s letter and
     punctuation fixes."""
-    s = answer.lower().replace("{}", "")
-    boxed = _BOXED.findall(s)
-    if boxed:
-        s = boxed[-1]
-    close, open_ = s.find("}"), s.find("{")
-    if close != -1 and (open_ == -1 or close < open_):
-        s = s.split("}")[0]
-    s = s.split("=")[-1].split("\\approx")[-1]
-    s = s.replace(" ", "").replace("\\,", "").replace("∞", "\\infty").replace("+\\infty", "\\infty")
-    s = s.replace("\\\\", "\\").replace("\n", "").replace("bmatrix", "pmatrix")
-    for token in _DROP:
-        s = s.replace(token, "")
-    s = s.replace("\\!", "").replace("tfrac", "frac").replace("dfrac", "frac")
-    s = s.replace("\\$", "").replace("$", "").split("\\text{ ")[0].replace("\\%", "")
-    s = s.replace(" .", " 0.").replace("{.", "{0.")
-    if s.startswith("."):
-        s = "0" + s
-    if s == "0.5":
-        s = "\\frac{1}{2}"
-    parts = s.split("/")
-    if len(parts) == 2 and all(p.lstrip("-").isdigit() for p in parts) and s == "/".join(
-            str(int(p)) for p in parts):
-        s = f"\\frac{{{parts[0]}}}{{{parts[1]}}}"
+    from vade.eval.official import lmms_eval_task_file
+
+    s = lmms_eval_task_file("mathvision/eval_utils.py").find_math_answer(answer)
     for c in "abcde":
-        s = s.replace(f"({c})", c).replace(f"{{{c}}}", c)
+        s = s.replace(f"({c})", c)
+    for c in "abcde":
+        s = s.replace(f"{{{c}}}", c)
     return s.rstrip(".").lstrip(":").strip()
 
 
-def _value(text: str) -> float | None:
-    from vade.rewards.normalize import parse_number
+def _latex_value(text: str) -> Number:
+    """``eval(str(latex2sympy(text)))`` as the official code computes it, without eval, read as
+    latex2sympy2 1.9.1 (the version that reproduces MATH-V's stored verdicts) reads it where
+    1.5.4 (the one installable beside math-verify) differs: ``$...$`` unwrapped,
+    ``\\displaystyle`` dropped, no value for an equation whose left side is not one symbol or
+    for a number followed by letters."""
+    from latex2sympy2 import latex2sympy
 
-    parsed = parse_number(text, allow_units=False)
-    if parsed is None or parsed.percent:
-        return None
-    return round(float(parsed.value), 2)
+    inner = text.strip()
+    if len(inner) > 2 and inner[0] == inner[-1] == "$":
+        inner = inner[1:-1]
+    inner = inner.replace("\\displaystyle", "")
+    if "=" in inner and not _SYMBOL.fullmatch(inner.split("=")[0].strip()):
+        # 1.9.1 solves "2\alpha+\beta=90" (equations, no number); 1.5.4 reads it as 90
+        raise ValueError(f"{text!r} is an equation, not a value")
+    if _NUMBER_THEN_LETTERS.fullmatch(inner.strip()):
+        # 1.9.1: "150cm^{2}" is 150*c*m**2 (no value); 1.5.4 drops the letters (150)
+        raise ValueError(f"{text!r} is a number times symbols, not a value")
+    return python_value(str(latex2sympy(inner)))
 
 
-def _same_value(a: str, b: str) -> bool:
-    va, vb = _value(a), _value(b)
-    if va is not None and vb is not None:
-        return va == vb
-    from vade.rewards.math_check import math_equal
-
-    return va is None and vb is None and math_equal(a, b)
+def _eval_tuple(s: str) -> str:
+    """The official ``eval_tuple``: each element of a "(a,b)" or "[a,b]" rounded to 2 decimals,
+    the string unchanged when one fails."""
+    parts = s[1:-1].split(",")
+    if len(s) < 2 or len(parts) < 2 or s[0] + s[-1] not in ("()", "[]"):
+        return s
+    try:
+        inner = ",".join(str(round(_latex_value(p), 2)) if "infty" not in p and p not in
+                         ("a", "-a") else p for p in parts)
+    except Exception:  # noqa: BLE001 -- the official code falls back on any failure
+        return s
+    return s[0] + inner + s[-1]
 
 
 def rule_equal(answer: str, gold: str) -> bool:
-    """The official ``is_equal``: lower-cased string equality, element-wise for tuples and
-    lists, else equal values to 2 decimals (see module doc for our no-eval difference)."""
-    a, g = answer.lower().strip(), gold.lower().strip()
+    """The official ``is_equal`` (lower-cased string equality, then element-wise tuples, then
+    equal values to 2 decimals), with its ``eval`` replaced by ``python_value``."""
+    a, g = answer.lower(), gold.lower()
     if not a.replace(" ", "") or not g.replace(" ", ""):
         return False
+    if a.strip() == g.strip():
+        return True
+    a, g = _eval_tuple(a), _eval_tuple(g)
     if a == g:
         return True
-    pa, pg = _elements(a), _elements(g)
-    if pa is not None and pg is not None:
-        return len(pa) == len(pg) and all(x == y or _same_value(x, y) for x, y in zip(pa, pg))
-    return _same_value(a, g)
+    try:
+        return round(_latex_value(g), 2) == round(_latex_value(a), 2)
+    except Exception:  # noqa: BLE001 -- as officially: any failure is "not equal"
+        return False
 
 
-def _elements(text: str) -> list[str] | None:
-    if len(text) > 2 and text[0] + text[-1] in ("()", "[]") and "," in text:
-        return [e.strip() for e in text[1:-1].split(",")]
-    return None
+def rule_answer(response: str) -> str:
+    """The answer the official code compares: cut from the response, then cleaned."""
+    return clean_answer(cut_answer(response))
 
 
 def rule_correct(response: str, gold: str, options: Sequence[str]) -> bool:
     """The rule variant's verdict for one response."""
-    answer = clean_answer(cut_answer(response))
+    answer = rule_answer(response)
     gold_text = options[ord(gold) - ord("A")] if options and len(gold) == 1 and \
         0 <= ord(gold) - ord("A") < len(options) else ""
     return rule_equal(answer, gold) or bool(gold_text) and rule_equal(answer, gold_text)

@@ -106,7 +106,10 @@ def make_plan(cfg: EvaluateConfig, *, runtime_min: float | None, gpus: int,
     ``evaluate.limit`` caps each task; a group (MathVerse) is counted as capped once, which
     underestimates it: the plan is meant for full runs."""
     benches = cfg.benchmarks if benchmarks is None else benchmarks
-    items = tuple((b.name, _items(b, i, cfg.limit)) for i, b in enumerate(benches))
+    # a companion with a task of its own (MathVerse's CoT setting) is another generation pass
+    items = tuple((label, _items(b, i, cfg.limit)) for i, b in enumerate(benches)
+                  for label in [b.name, *(f"{b.name} ({c.name})" for c in b.companions
+                                          if c.task != b.task)])
     tps = cfg.plan.tokens_per_s or DEFAULT_TOKENS_PER_S[cfg.policy.engine]
     overhead = cfg.plan.overhead_min
     if overhead is None:

@@ -35,19 +35,29 @@ def preload_tasks(benchmarks: Sequence[Benchmark], manager: Any) -> dict[str, in
     when its task is unknown to ``manager``, its dataset does not load, or it has no item."""
     from lmms_eval.tasks import get_task_dict
 
+    from vade.eval.official import NEEDED_BY, official_text
+
     counts: dict[str, int] = {}
     for i, bench in enumerate(benchmarks):
-        where = f"benchmark {bench.name} (evaluate.benchmarks[{i}].task = {bench.task!r})"
-        if bench.task not in manager.all_tasks:
-            raise ValueError(f"{where}: lmms-eval knows no task or group of that name")
-        try:
-            tasks = _leaves(get_task_dict([bench.task], manager))
-        except Exception as exc:  # noqa: BLE001  (dataset, hub, YAML: every failure is named)
-            raise ValueError(f"{where}: its dataset did not load ({type(exc).__name__}: "
-                             f"{str(exc)[:300]}); stage it with `vade prefetch` and run with "
-                             f"HF_HOME at cluster.cache_dir (the workflow does)") from None
-        empty = [name for name, task in tasks if len(task.eval_docs) == 0]
-        if not tasks or empty:
-            raise ValueError(f"{where}: no item to evaluate in {empty or 'it'}")
-        counts[bench.name] = sum(len(task.eval_docs) for _, task in tasks)
+        for task_name in bench.tasks:  # its own task, then its companions' (MathVerse's CoT)
+            where = f"benchmark {bench.name} (evaluate.benchmarks[{i}]: task {task_name!r})"
+            if task_name not in manager.all_tasks:
+                raise ValueError(f"{where}: lmms-eval knows no task or group of that name")
+            try:
+                tasks = _leaves(get_task_dict([task_name], manager))
+            except Exception as exc:  # noqa: BLE001  (dataset, hub, YAML: every failure named)
+                raise ValueError(f"{where}: its dataset did not load ({type(exc).__name__}: "
+                                 f"{str(exc)[:300]}); stage it with `vade prefetch` and run with "
+                                 f"HF_HOME at cluster.cache_dir (the workflow does)") from None
+            empty = [name for name, task in tasks if len(task.eval_docs) == 0]
+            if not tasks or empty:
+                raise ValueError(f"{where}: no item to evaluate in {empty or 'it'}")
+            for name, needers in NEEDED_BY.items():  # its official judge prompts, before a load
+                if task_name in needers:
+                    try:
+                        official_text(name)
+                    except (OSError, ValueError) as exc:
+                        raise ValueError(f"{where}: {exc}") from None
+            if task_name == bench.task:
+                counts[bench.name] = sum(len(task.eval_docs) for _, task in tasks)
     return counts

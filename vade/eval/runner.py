@@ -11,6 +11,7 @@ is an error naming the benchmark, never a silent zero.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -88,6 +89,19 @@ def benchmark_score(results: Mapping[str, Any], bench: Benchmark) -> tuple[float
         raise ValueError(f"benchmark {bench.name}: score {score} is not a percentage; check "
                          f"evaluate.benchmarks scale ({bench.scale}) for metric {bench.metric}")
     return score, total
+
+
+def companion_scores(results: Mapping[str, Any], bench: Benchmark) -> str | None:
+    """The benchmark's companions' numbers in one result, as the JSON stored beside its score
+    (``{"<name>": {"score": percent, "task": ..., "metric": ...}}``); None without companions."""
+    if not bench.companions:
+        return None
+    out = {}
+    for c in bench.companions:
+        score, _ = benchmark_score(results, dataclasses.replace(
+            bench, name=f"{bench.name} ({c.name})", task=c.task, metric=c.metric, companions=()))
+        out[c.name] = {"score": score, "task": c.task, "metric": c.metric}
+    return json.dumps(out, sort_keys=True)
 
 
 # Qwen2.5-VL's image processor limits (preprocessor_config.json of the Instruct models on the hub),
@@ -168,7 +182,7 @@ def lmms_eval_call(cfg: EvaluateConfig, target: Target, benchmarks: Sequence[Ben
     seed = cfg.seed + repeat
     vllm = cfg.policy.engine == "vllm"
     return {"model": model, "model_args": ",".join(f"{k}={v}" for k, v in args.items()),
-            "tasks": [b.task for b in benchmarks],
+            "tasks": list(dict.fromkeys(t for b in benchmarks for t in b.tasks)),
             "batch_size": cfg.policy.batch_size if vllm else cfg.batch_size,
             "limit": cfg.limit, "gen_kwargs": gen_kwargs(cfg, seed if vllm else None),
             "random_seed": seed, "numpy_random_seed": seed, "torch_random_seed": seed,
@@ -236,5 +250,7 @@ def evaluate_checkpoint(cfg: EvaluateConfig, target: Target, benchmarks: Sequenc
             score, n = benchmark_score(result, bench)
             rows.append(EvalRow(target.run_id, target.model, target.algorithm, target.method,
                                 target.seed, bench.name, repeat, call["random_seed"], score, n,
-                                target.checkpoint, bench.task, bench.metric))
+                                target.checkpoint, bench.task, bench.metric,
+                                cfg.judge.label if bench.judge else None,
+                                companion_scores(result, bench)))
     return rows

@@ -4,8 +4,10 @@ One answer semantics (issue 25): the training reward (``vade.rewards``) has one 
 per answer type; the evaluation uses the same ones wherever the benchmark's official scorer does
 not rule otherwise. This module is the one place that says where it does:
 
-* ChartQA, ScienceQA, the synthetic held-out sets: the reward's verdict, no exception
-  (``vade.eval.answers``, ``vade.eval.local_task``).
+* ChartQA, ScienceQA: the table number is lmms-eval's official metric on the final boxed answer
+  (comparable with published numbers); the reward's verdict (``vade.eval.answers``) is stored
+  beside it, named ``reward``. The synthetic held-out sets: the reward's verdict, no exception
+  (``vade.eval.local_task``).
 * MathVista, MathVerse, MathVision: their official pipelines (``vade.eval.mathvista``,
   ``.mathverse``, ``.mathvision``). MathVerse and MathVision's judge variant leave the
   comparison to the judge; MathVista and MathVision's rule variant compare by rules that differ
@@ -22,11 +24,15 @@ from typing import Any
 __all__ = ["DIFFERENCES", "SCORERS", "Difference", "official_verdict"]
 
 SCORERS: dict[str, str] = {
-    "ChartQA": "the reward's relaxed verdict (5% on numbers, exact otherwise)",
-    "ScienceQA": "the reward's choice verdict (letter or option text; hedges 0)",
+    "ChartQA": "lmms-eval's relaxed_correctness on the boxed answer; beside it the reward's "
+               "relaxed verdict (5% on numbers, exact otherwise)",
+    "ScienceQA": "lmms-eval's exact match on the boxed answer; beside it the reward's choice "
+                 "verdict (letter or option text; hedges 0)",
     "synthetic": "the reward's verdict for the row's answer type",
-    "MathVista": "judge extraction, then MathVista's normalisation and string equality",
-    "MathVerse": "judge extraction, then judge match (strict 0/1)",
+    "MathVista": "judge extraction (official prompt), then MathVista's normalisation and string "
+                 "equality",
+    "MathVerse": "judge extraction of the last 30 words, then judge match (official prompts, "
+                 "strict 0/1); query_wo, beside it query_cot",
     "MathVision": "judge extraction and match (default) or MATH-V's rules (variant rule)",
 }
 

@@ -7,7 +7,9 @@ read-only (``open_eval_catalog``) and sees one ``eval_results`` table.
 ``eval_results`` holds one row per (run, benchmark, repeat): the score of one seeded sampling
 pass, in percent (0-100, the paper's unit). average@k is never stored, only derived (view
 ``eval_average``), so it cannot disagree with its repeats. The base model's rows use run id
-``<model>-base``, method ``base`` and NULL algorithm and seed.
+``<model>-base``, method ``base`` and NULL algorithm and seed. A judged benchmark's row names its
+judge (``judge``); a benchmark's companion numbers (another prompt setting, another scorer) ride
+in ``extras`` as JSON, beside the score and never a column of the tables.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ CREATE TABLE IF NOT EXISTS eval_results (
     checkpoint  VARCHAR NOT NULL,
     task        VARCHAR NOT NULL,
     metric      VARCHAR,
+    judge       VARCHAR,
+    extras      VARCHAR,
     created_at  TIMESTAMP DEFAULT current_timestamp,
     PRIMARY KEY (run_id, benchmark, repeat)
 );
@@ -50,7 +54,7 @@ CREATE_VIEW = """
 CREATE OR REPLACE {temp} VIEW eval_average AS
 SELECT run_id, any_value(model) AS model, any_value(algorithm) AS algorithm,
        any_value(method) AS method, any_value(seed) AS seed, benchmark,
-       any_value(task) AS task, any_value(metric) AS metric,
+       any_value(task) AS task, any_value(metric) AS metric, any_value(judge) AS judge,
        any_value(checkpoint) AS checkpoint,
        CAST(count(score) AS INTEGER) AS k, avg(score) AS score, stddev_samp(score) AS score_std,
        min(n) AS n, list(seed_eval ORDER BY repeat) AS seeds_eval
@@ -76,6 +80,8 @@ class EvalRow:
     checkpoint: str
     task: str
     metric: str | None = None
+    judge: str | None = None   # the judge model of a judged benchmark (printed beside it)
+    extras: str | None = None  # JSON: companion numbers (vade.eval.runner.companion_scores)
 
 
 def write_eval_results(path: str | Path, rows: Sequence[EvalRow]) -> Path:
@@ -110,9 +116,10 @@ def write_eval_results(path: str | Path, rows: Sequence[EvalRow]) -> Path:
 
 def read_eval_rows(path: str | Path) -> list[EvalRow]:
     """Every row of one evaluation file, ordered by benchmark and repeat."""
-    cols = [f.name for f in fields(EvalRow)]
     con = duckdb.connect(str(path), read_only=True)
     try:
+        have = {r[0] for r in con.execute("DESCRIBE eval_results").fetchall()}
+        cols = [f.name if f.name in have else f"NULL AS {f.name}" for f in fields(EvalRow)]
         got = con.execute(f"SELECT {', '.join(cols)} FROM eval_results "
                           "ORDER BY benchmark, repeat").fetchall()
     finally:
@@ -171,16 +178,17 @@ def open_eval_catalog(paths: Iterable[str | Path]) -> duckdb.DuckDBPyConnection:
     """
     con = duckdb.connect(":memory:")
     files = eval_files(paths)
-    if not files:
-        con.execute(CREATE_TABLE.replace("CREATE TABLE", "CREATE TEMP TABLE"))
-    else:
-        aliases = []
-        for i, f in enumerate(files):
-            con.execute(f"ATTACH '{str(f).replace(chr(39), chr(39) * 2)}' AS eval_file_{i} "
-                        "(READ_ONLY)")
-            aliases.append(f"eval_file_{i}")
-        union = " UNION ALL BY NAME ".join(f"SELECT * FROM {a}.eval_results" for a in aliases)
-        con.execute(f"CREATE TEMP VIEW eval_results AS {union}")
+    # an empty table of today's columns first, so older files (no judge, extras) still union
+    con.execute(CREATE_TABLE.replace("CREATE TABLE IF NOT EXISTS eval_results",
+                                     "CREATE TEMP TABLE eval_columns"))
+    aliases = []
+    for i, f in enumerate(files):
+        con.execute(f"ATTACH '{str(f).replace(chr(39), chr(39) * 2)}' AS eval_file_{i} "
+                    "(READ_ONLY)")
+        aliases.append(f"eval_file_{i}")
+    union = " UNION ALL BY NAME ".join(["SELECT * FROM eval_columns",
+                                        *(f"SELECT * FROM {a}.eval_results" for a in aliases)])
+    con.execute(f"CREATE TEMP VIEW eval_results AS {union}")
     con.execute(CREATE_VIEW.format(temp="TEMP"))
     return con
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
 __all__ = [
@@ -103,10 +103,12 @@ def light_normalize(text: str) -> str:
 @dataclass(frozen=True)
 class ParsedNumber:
     """A number read from an answer; ``percent`` records a trailing ``%`` (see
-    ``verify.numbers_match``)."""
+    ``verify.numbers_match``); ``decimals``, the places after the point as written (None for a
+    fraction), bounds how far a number may be from it and still be it (``verify``)."""
 
     value: Decimal
     percent: bool = False
+    decimals: int | None = field(default=None, compare=False)
 
 
 # One number: sign, digits with optional thousands groups, optional fraction, optional exponent.
@@ -190,4 +192,4 @@ def parse_number(text: str, *, allow_units: bool = True) -> ParsedNumber | None:
             return None
         if QUALIFIERS.intersection(rest.lower().replace(".", " ").split()):
             return None
-    return ParsedNumber(value, percent)
+    return ParsedNumber(value, percent, max(0, -int(value.as_tuple().exponent)))

@@ -7,11 +7,16 @@ returns a bool. Types (``vade.data.records.ANSWER_TYPES``):
   ``Option B``; when ``choices`` (the option texts, in letter order) are known, the option text
   itself also counts, and an answer equal to an option text is read as that option (so "A
   triangle" is the triangle option, not option A). The ground truth may be a letter or the
-  correct option's text.
-* ``number``  numeric equality with relative tolerance ``NUMBER_REL_TOL`` (1e-6) and absolute
-  tolerance ``NUMBER_ABS_TOL`` (1e-9, for a gold of 0), after ``normalize.parse_number``. The
-  tolerance absorbs float formatting (``0.3333333`` vs ``1/3``), not approximation (``3.14`` is
-  not ``3.14159``; ChartQA's 5% is the separate ``relaxed`` type).
+  correct option's text (read as that option first: MathVista's options ``(c) (a) (e) (d) (b)``
+  with gold ``(b)`` mean option E). When every option's text is itself a letter, an answer
+  that names a letter ("E", "(E)", "E.") names the option letter, not the option whose text is
+  that letter.
+* ``number``  numeric equality after ``normalize.parse_number``: exact for an integer gold
+  (100000001 is not 100000000), else within relative tolerance ``NUMBER_REL_TOL`` (1e-6) and
+  absolute tolerance ``NUMBER_ABS_TOL`` (1e-9), but never beyond half a unit of a written
+  gold's last decimal (131253.6 is not 131253.5). The tolerance absorbs float formatting
+  (``0.3333333`` vs ``1/3``), not approximation (``3.14`` is not ``3.14159``; ChartQA's 5% is the
+  separate ``relaxed`` type).
 * ``relaxed`` ChartQA relaxed accuracy (Masry et al. 2022, as in pix2struct's
   ``relaxed_correctness``): numbers match within 5% relative change (inclusive); non-numbers need
   an exact match up to case, spacing and a trailing period (``light_normalize``). A gold of 0
@@ -54,6 +59,7 @@ __all__ = [
     "NUMBER_REL_TOL",
     "RELAXED_TOL",
     "VERIFIERS",
+    "exact_numbers_match",
     "numbers_match",
     "option_letter",
     "verify",
@@ -89,11 +95,25 @@ def numbers_match(pred: ParsedNumber, gold: ParsedNumber, rel_tol: Decimal,
     return False
 
 
+def exact_numbers_match(pred: ParsedNumber, gold: ParsedNumber) -> bool:
+    """``numbers_match`` with the number tolerance, none for an integer gold (a tolerance on
+    an integer accepts a wrong count: 100000001 for 100000000), and never more than half a unit
+    of a written gold's last decimal (131253.6 is not 131253.5, though within 1e-6)."""
+    if gold.percent:
+        return numbers_match(pred, gold, NUMBER_REL_TOL, NUMBER_ABS_TOL)
+    if gold.value == gold.value.to_integral_value():
+        return numbers_match(pred, gold, Decimal(0))
+    tol = max(NUMBER_REL_TOL * abs(gold.value), NUMBER_ABS_TOL)
+    if gold.decimals is not None:
+        tol = min(tol, Decimal(5).scaleb(-gold.decimals - 1))
+    return numbers_match(pred, gold, Decimal(0), tol)
+
+
 def verify_number(pred: str, gold: str) -> bool:
     p, g = parse_number(pred), parse_number(gold)
     if p is None or g is None:
         return _same_light(pred, gold)
-    return numbers_match(p, g, NUMBER_REL_TOL, NUMBER_ABS_TOL)
+    return exact_numbers_match(p, g)
 
 
 def _same_light(pred: str, gold: str) -> bool:
@@ -145,24 +165,38 @@ def option_letter(text: str, n_choices: int | None = None) -> str | None:
     return letter
 
 
+_LETTER_TEXT = re.compile(r"[(\[]?[A-Za-z][)\].]?")  # an option whose text is a letter: "(a)"
+
+
+def _gold_letter(gold: str, choices: Sequence[str] | None, texts: list[str]) -> str | None:
+    """The option the gold names: an option's exact text first, then a letter, then an
+    option's normalised text."""
+    if choices:
+        exact = [str(c).strip() for c in choices]
+        if gold.strip() in exact:
+            return chr(ord("A") + exact.index(gold.strip()))
+    letter = option_letter(gold, len(choices) if choices else None)
+    if letter is None and normalize_text(gold) in texts:
+        letter = chr(ord("A") + texts.index(normalize_text(gold)))
+    return letter
+
+
 def verify_choice(pred: str, gold: str, choices: Sequence[str] | None = None) -> bool:
     n = len(choices) if choices else None
-    gold_letter = option_letter(gold, n)
     texts = [normalize_text(str(c)) for c in choices] if choices else []
-    if gold_letter is None and texts:  # gold given as the option text
-        norm_gold = normalize_text(gold)
-        if norm_gold in texts:
-            gold_letter = chr(ord("A") + texts.index(norm_gold))
+    gold_letter = _gold_letter(gold, choices, texts)
     if gold_letter is None:
         if texts:
             raise ValueError(f"choice ground truth '{gold}' is neither a letter among the "
                              f"{len(texts)} options nor one of their texts")
         return normalize_text(pred) == normalize_text(gold) != ""
+    letter_valued = bool(choices) and all(_LETTER_TEXT.fullmatch(str(c).strip()) for c in choices)
     norm_pred = normalize_text(pred)
-    if norm_pred and norm_pred in texts:  # the text of an option ("A triangle" is not option A)
-        return norm_pred == texts[ord(gold_letter) - ord("A")]
+    named = option_letter(pred, n)
+    if norm_pred and norm_pred in texts and not (letter_valued and named is not None):
+        return norm_pred == texts[ord(gold_letter) - ord("A")]  # "A triangle" is not option A
     letters = "".join(chr(ord("A") + k) for k in range(n or MAX_OPTIONS))
-    return option_letter(pred, n) == gold_letter and not is_hedged(pred, "choice", letters)
+    return named == gold_letter and not is_hedged(pred, "choice", letters)
 
 
 _WORDS = re.compile(r"[A-Za-z][A-Za-z ]{0,100}")
@@ -180,7 +214,7 @@ def verify_math(pred: str, gold: str) -> bool:
         return True  # identical, or a word answer ("Tuesday") up to case
     pn, gn = parse_number(p, allow_units=False), parse_number(g, allow_units=False)
     if pn is not None and gn is not None:
-        return numbers_match(pn, gn, NUMBER_REL_TOL, NUMBER_ABS_TOL)
+        return exact_numbers_match(pn, gn)
     return math_equal(g.replace("%", ""), p.replace("%", ""))
 
 

@@ -31,7 +31,10 @@ def mathvista_doc_to_text(doc, lmms_eval_specific_kwargs=None):
 
 
 def mathverse_doc_to_text(doc, lmms_eval_specific_kwargs=None):
-    return doc["query_cot"] + _post(lmms_eval_specific_kwargs)
+    """The official query of the task's setting (``query_wo``: the primary metric; ``query_cot``:
+    the CoT setting), verbatim unless the task adds a post prompt."""
+    kwargs = lmms_eval_specific_kwargs or {}
+    return doc[kwargs.get("query_type", "query_wo")] + kwargs.get("post_prompt", "")
 
 
 def mathvision_doc_to_text(doc, lmms_eval_specific_kwargs=None):
@@ -50,7 +53,8 @@ def mathvista_process_results(doc, results):
 def mathverse_process_results(doc, results):
     from vade.eval.mathverse import score_response
 
-    scored = score_response(doc["question_for_eval"], str(doc["answer"]),
+    # the version's own question (empty for Vision Only), as score_answer_s2.py sends it
+    scored = score_response(str(doc.get("question") or ""), str(doc["answer"]),
                             results[0] if results else "")
     return {"accuracy": scored["correct"], "judge_error": scored["judge_error"]}
 

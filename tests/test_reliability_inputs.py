@@ -127,3 +127,49 @@ def test_a_checkpoint_without_input_hashes_is_not_trusted(data, tmp_path):
     _train(cfg, _paths(data, out))
     (moved,) = (out / "superseded").iterdir()
     assert "record no input hashes" in (moved / "reason.txt").read_text()
+
+
+@pytest.mark.e2e
+def test_a_changed_difficulty_temperature_reaches_the_run_through_snakemake(tmp_path):
+    """Before: ``init_difficulty`` and ``train`` reran ("Input files updated"), but the trainer
+    resumed its old checkpoint, wrote no new step, and the history's step-0 alpha still matched
+    the old ``initial.parquet``. One VADE run at smoke scale (the fewest jobs that show it:
+    data, tiny model, initial difficulty, one training run), in a clean copy of the repository.
+    """
+    import duckdb
+    from test_pipeline import snakemake, write_config
+    from workflow_copy import clean_copy
+
+    def smallest(cfg: dict) -> None:
+        cfg["data"]["synthetic"].update(train=32, val=8, warmstart=64)
+        cfg["models"]["tiny"]["warm_start"].update(steps=5)
+        cfg["train"].update(steps=2, batch_size=8, val_every=2, checkpoint_every=1)
+        cfg["experiments"]["grid"] = [{"models": ["tiny"], "algorithms": ["grpo"],
+                                       "methods": ["vade"]}]
+
+    def hotter(cfg: dict) -> None:
+        smallest(cfg)
+        cfg["difficulty"]["temperature"] = 3.0
+
+    workdir = clean_copy(tmp_path / "clone")
+    run = workdir / "results" / "tiny" / "runs" / "tiny-grpo-vade-s0"
+    initial = workdir / "results" / "tiny" / "difficulty" / "tiny" / "initial.parquet"
+    target = str((run / "done.json").relative_to(workdir))
+    for name, edit in (("a.yaml", smallest), ("b.yaml", hotter)):
+        config = write_config(workdir, name, edit)
+        proc = snakemake(workdir, target, "--cores", "2", "--configfile",
+                         str(config.relative_to(workdir)))
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        if name == "a.yaml":
+            old = pq.read_table(initial).column("correct").to_numpy()
+    new = pq.read_table(initial).column("correct").to_numpy()
+    assert (old != new).any()  # the hotter rollouts changed the difficulty file
+    con = duckdb.connect(str(run / "history.duckdb"), read_only=True)
+    alpha = con.execute("SELECT alpha FROM snapshots WHERE step = 0 ORDER BY sample_id"
+                        ).fetchnumpy()["alpha"]
+    steps = con.execute("SELECT count(*) FROM steps").fetchone()[0]
+    con.close()
+    np.testing.assert_array_equal(alpha, new)
+    assert steps == 2
+    (moved,) = (run / "superseded").iterdir()
+    assert "an input changed (difficulty: sha256:" in (moved / "reason.txt").read_text()

@@ -51,10 +51,31 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _history_steps(store: RunStore, upto: int) -> tuple[int, int]:
-    row = store.con.execute("SELECT count(DISTINCT step), coalesce(max(step), 0) FROM steps "
-                            "WHERE run_id = ? AND step <= ?", [store.run_id, upto]).fetchone()
-    return int(row[0]), int(row[1])
+def _check_history(paths: RunPaths, step: int, checkpoint: Any) -> None:
+    """The history holds exactly the steps 1..``step`` (read-only: nothing is written yet)."""
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(paths.history), read_only=True)
+    except duckdb.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ValueError(f"the history {paths.history} cannot be opened ({first}): another "
+                         "process holds it (let it finish), or it is truncated or corrupt (move "
+                         "it away, or restore it, and rerun)") from None
+    try:
+        n, top = con.execute("SELECT count(DISTINCT step), coalesce(max(step), 0) FROM steps "
+                             "WHERE run_id = ? AND step <= ?", [paths.run_id, step]).fetchone()
+    except duckdb.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ValueError(f"the history {paths.history} is truncated or corrupt ({first}): move "
+                         "it away (or restore it) and rerun") from None
+    finally:
+        con.close()
+    if (int(n), int(top)) != (step, step):
+        raise ValueError(
+            f"the history {paths.history} holds {n} of the steps 1..{step} that checkpoint "
+            f"{checkpoint} continues from (deleted or replaced?): restore it, or delete "
+            f"{paths.history} and {paths.checkpoints} to train again from step 0")
 
 
 def _replay_to_mlflow(store: RunStore, recorder: RunRecorder, upto: int) -> None:
@@ -73,15 +94,6 @@ def _open_store(paths: RunPaths, cfg: TrainConfig) -> RunStore:
     from vade.store import RunStore
 
     return RunStore(paths.history, paths.run_id, snapshot_every=cfg.sampler.snapshot_every)
-
-
-def _check_history(store: RunStore, paths: RunPaths, step: int, checkpoint: Any) -> None:
-    n, top = _history_steps(store, step)
-    if (n, top) != (step, step):
-        raise ValueError(
-            f"the history {paths.history} holds {n} of the steps 1..{step} that checkpoint "
-            f"{checkpoint} continues from (deleted or replaced?): restore it, or delete "
-            f"{paths.history} and {paths.checkpoints} to train again from step 0")
 
 
 def open_run(cfg: TrainConfig, paths: RunPaths, *, policy: Any, sampler: Any,
@@ -104,7 +116,6 @@ def open_run(cfg: TrainConfig, paths: RunPaths, *, policy: Any, sampler: Any,
     inputs = input_hashes(paths)
     plan = plan_resume(cfg, paths.checkpoints, inputs)
     state: dict[str, Any] = {"step": 0, "rollouts_cumulative": 0, "val": {}}
-    store = None
     if plan.checkpoint is not None:
         if not paths.history.is_file():
             raise ValueError(f"{paths.checkpoints} holds a checkpoint at step {plan.step} but "
@@ -117,42 +128,38 @@ def open_run(cfg: TrainConfig, paths: RunPaths, *, policy: Any, sampler: Any,
             shaper.load_state_dict(saved["diva"])
         restore_rng(saved["rng"])
         state = {k: saved[k] for k in ("step", "rollouts_cumulative", "val")}
-        store = _open_store(paths, cfg)
-    try:
-        if store is not None:
-            _check_history(store, paths, state["step"], plan.checkpoint)
-        # 3: MLflow -- the same run when nothing changed, a new one (with the history so far)
-        # otherwise; the folder's recorded run first, wherever the folder now is
-        same = plan.checkpoint is not None and not plan.changed
-        uri = cfg.tracking.uri_for(cfg.name) if cfg.tracking.enabled else None
-        run_id, note = recorded_run(paths.out, uri)
-        tracker = open_tracker(cfg.tracking, cfg.name, paths.run_id,
-                               mode="resume" if same else "new",
-                               key=str(paths.out.resolve()), run_id=run_id)
-    except BaseException:
-        if store is not None:
-            store.close()
-        raise
+        _check_history(paths, state["step"], plan.checkpoint)
+    # 3: MLflow -- the same run when nothing changed, a new one (with the history so far)
+    # otherwise; the folder's recorded run first, wherever the folder now is
+    same = plan.checkpoint is not None and not plan.changed
+    uri = cfg.tracking.uri_for(cfg.name) if cfg.tracking.enabled else None
+    run_id, note = recorded_run(paths.out, uri)
+    tracker = open_tracker(cfg.tracking, cfg.name, paths.run_id, mode="resume" if same else "new",
+                           key=str(paths.out.resolve()), run_id=run_id)
     # 4: every resource is open and valid: now the folder may change
-    for gone in remove_stale_temporaries(paths.out, paths.checkpoints):
-        _say(f"removed {gone} (left by a killed write)")
-    if store is not None:
-        store.truncate_after(state["step"])
-        for gone in remove_after(paths.checkpoints, state["step"]):
-            _say(f"removed {gone.name}: after the resume step")
-        _say(f"{paths.run_id}: {plan.reason}")
-    else:
-        if plan.reason != "no checkpoint" or paths.history.exists():
+    try:
+        for gone in remove_stale_temporaries(paths.out, paths.checkpoints):
+            _say(f"removed {gone} (left by a killed write)")
+        if plan.checkpoint is None and (plan.reason != "no checkpoint"
+                                        or paths.history.exists()):
             moved = supersede(paths.out, plan.reason)
             if moved is not None:
                 _say(f"{paths.run_id}: starting at step 0 ({plan.reason}); the earlier outputs "
                      f"are in {moved} (delete it when no longer needed)")
-        try:
-            store = _open_store(paths, cfg)
-            store.truncate_after(0)
-        except BaseException:
-            tracker.close("FAILED")
-            raise
+        store = _open_store(paths, cfg)
+    except BaseException:
+        tracker.close("FAILED")
+        raise
+    try:
+        store.truncate_after(state["step"])
+        if plan.checkpoint is not None:
+            for gone in remove_after(paths.checkpoints, state["step"]):
+                _say(f"removed {gone.name}: after the resume step")
+            _say(f"{paths.run_id}: {plan.reason}")
+    except BaseException:
+        store.close()
+        tracker.close("FAILED")
+        raise
     (paths.out / "done.json").unlink(missing_ok=True)  # from here on the run is not finished
     record_run(paths.out, tracker)
     recorder = RunRecorder(store, tracker)

@@ -149,7 +149,7 @@ def test_a_changed_difficulty_temperature_reaches_the_run_through_snakemake(tmp_
 
     def hotter(cfg: dict) -> None:
         smallest(cfg)
-        cfg["difficulty"]["temperature"] = 3.0
+        cfg["difficulty"]["temperature"] = 2.0
 
     workdir = clean_copy(tmp_path / "clone")
     run = workdir / "results" / "tiny" / "runs" / "tiny-grpo-vade-s0"

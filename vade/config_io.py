@@ -23,13 +23,16 @@ from typing import Any
 
 import yaml
 
-__all__ = ["SECTIONS", "add_config_arguments", "check_sections", "load_config", "read_yaml",
+__all__ = ["SECTIONS", "VERB_SECTIONS", "add_config_arguments", "check_sections", "load_config", "read_yaml",
            "section"]
 
 # The pipeline config's top-level sections (= the schema's properties; a test keeps them equal).
 SECTIONS = frozenset({"name", "seed", "data", "models", "difficulty", "train", "experiments",
                       "sampler", "dapo", "diva", "evaluate", "report", "simulate", "tracking",
                       "cluster", "resources"})
+# Sections a workflow rule hands one verb, beside the pipeline's: ``model`` is one entry of
+# ``models`` (``vade build-model``'s input).
+VERB_SECTIONS = frozenset({"model"})
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -92,15 +95,16 @@ def load_config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def check_sections(value: Any, source: str) -> dict[str, Any]:
-    """``value`` when it is a mapping whose keys are all known sections (``SECTIONS``); else a
+    """``value`` when it is a mapping whose keys are all known sections (``SECTIONS``, and
+    ``VERB_SECTIONS``); else a
     ValueError naming ``source`` and the first unknown key (with the closest known name)."""
     import difflib
 
     if not isinstance(value, dict):
         raise ValueError(f"{source} must hold a mapping at the top level, got {type(value).__name__}")
-    unknown = sorted(str(k) for k in value if k not in SECTIONS)
+    unknown = sorted(str(k) for k in value if k not in SECTIONS | VERB_SECTIONS)
     if unknown:
-        close = difflib.get_close_matches(unknown[0], sorted(SECTIONS), n=1)
+        close = difflib.get_close_matches(unknown[0], sorted(SECTIONS | VERB_SECTIONS), n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise ValueError(f"{source}: unknown top-level section '{unknown[0]}' ({hint}known: "
                          f"{', '.join(sorted(SECTIONS))})")

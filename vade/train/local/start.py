@@ -55,13 +55,9 @@ def _check_history(paths: RunPaths, step: int, checkpoint: Any) -> None:
     """The history holds exactly the steps 1..``step`` (read-only: nothing is written yet)."""
     import duckdb
 
-    try:
-        con = duckdb.connect(str(paths.history), read_only=True)
-    except duckdb.Error as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ValueError(f"the history {paths.history} cannot be opened ({first}): another "
-                         "process holds it (let it finish), or it is truncated or corrupt (move "
-                         "it away, or restore it, and rerun)") from None
+    from vade.store.file_format import connect_for_reading
+
+    con = connect_for_reading(paths.history)
     try:
         n, top = con.execute("SELECT count(DISTINCT step), coalesce(max(step), 0) FROM steps "
                              "WHERE run_id = ? AND step <= ?", [paths.run_id, step]).fetchone()
@@ -136,8 +132,12 @@ def open_run(cfg: TrainConfig, paths: RunPaths, *, policy: Any, sampler: Any,
     run_id, note = recorded_run(paths.out, uri)
     tracker = open_tracker(cfg.tracking, cfg.name, paths.run_id, mode="resume" if same else "new",
                            key=str(paths.out.resolve()), run_id=run_id)
-    # 4: every resource is open and valid: now the folder may change
+    # 4: every resource is open and valid (a resumed history opened for writing too): now the
+    # folder may change
+    store = None
     try:
+        if plan.checkpoint is not None:
+            store = _open_store(paths, cfg)
         for gone in remove_stale_temporaries(paths.out, paths.checkpoints):
             _say(f"removed {gone} (left by a killed write)")
         if plan.checkpoint is None and (plan.reason != "no checkpoint"
@@ -146,18 +146,16 @@ def open_run(cfg: TrainConfig, paths: RunPaths, *, policy: Any, sampler: Any,
             if moved is not None:
                 _say(f"{paths.run_id}: starting at step 0 ({plan.reason}); the earlier outputs "
                      f"are in {moved} (delete it when no longer needed)")
-        store = _open_store(paths, cfg)
-    except BaseException:
-        tracker.close("FAILED")
-        raise
-    try:
+        if store is None:
+            store = _open_store(paths, cfg)
         store.truncate_after(state["step"])
         if plan.checkpoint is not None:
             for gone in remove_after(paths.checkpoints, state["step"]):
                 _say(f"removed {gone.name}: after the resume step")
             _say(f"{paths.run_id}: {plan.reason}")
     except BaseException:
-        store.close()
+        if store is not None:
+            store.close()
         tracker.close("FAILED")
         raise
     (paths.out / "done.json").unlink(missing_ok=True)  # from here on the run is not finished

@@ -57,7 +57,7 @@ def output_format(fmt: str | None, output: str | None) -> str:
 
 
 def _sink(output: str | None) -> IO[bytes]:
-    return open(output, "wb") if output else sys.stdout.buffer  # noqa: SIM115 - closed by run
+    return open(output, "wb") if output else sys.stdout.buffer  # closed by run
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,6 +6,11 @@ string (``--config-json``, what a Snakemake rule passes: exactly the sections he
 ``params:``, so the rule reruns when, and only when, those sections change). Each verb validates
 its sections into a typed object once, here at the edge, and names the bad key when it fails
 (the checks themselves: ``vade.checks``).
+
+The top level is checked here, for every verb alike: a section name outside ``SECTIONS`` (the
+properties of ``workflow/schemas/config.schema.yaml``, which Snakemake checks) is refused,
+naming it and the closest known one. Without this a misspelled ``samplr:`` would be ignored by
+the verb that owns ``sampler`` and it would run on defaults.
 """
 
 from __future__ import annotations
@@ -18,7 +23,16 @@ from typing import Any
 
 import yaml
 
-__all__ = ["add_config_arguments", "load_config", "read_yaml", "section"]
+__all__ = ["SECTIONS", "VERB_SECTIONS", "add_config_arguments", "check_sections", "load_config", "read_yaml",
+           "section"]
+
+# The pipeline config's top-level sections (= the schema's properties; a test keeps them equal).
+SECTIONS = frozenset({"name", "seed", "data", "models", "difficulty", "train", "experiments",
+                      "sampler", "dapo", "diva", "evaluate", "report", "simulate", "tracking",
+                      "cluster", "resources"})
+# Sections a workflow rule hands one verb, beside the pipeline's: ``model`` is one entry of
+# ``models`` (``vade build-model``'s input).
+VERB_SECTIONS = frozenset({"model"})
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -77,8 +91,23 @@ def load_config(args: argparse.Namespace) -> dict[str, Any]:
         return {}
     if value is None:
         return {}
+    return check_sections(value, source)
+
+
+def check_sections(value: Any, source: str) -> dict[str, Any]:
+    """``value`` when it is a mapping whose keys are all known sections (``SECTIONS``, and
+    ``VERB_SECTIONS``); else a
+    ValueError naming ``source`` and the first unknown key (with the closest known name)."""
+    import difflib
+
     if not isinstance(value, dict):
         raise ValueError(f"{source} must hold a mapping at the top level, got {type(value).__name__}")
+    unknown = sorted(str(k) for k in value if k not in SECTIONS | VERB_SECTIONS)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(SECTIONS | VERB_SECTIONS), n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise ValueError(f"{source}: unknown top-level section '{unknown[0]}' ({hint}known: "
+                         f"{', '.join(sorted(SECTIONS))})")
     return value
 
 

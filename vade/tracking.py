@@ -18,6 +18,16 @@ happened to the outputs (``mode``):
   value at a step replaces the shown one), and the run's status and end time are left alone, so
   its duration stays the training's.
 
+Continuity follows the run, not its path. A run folder records its MLflow run
+(``<folder>/mlflow.json``: store, run id, folder; ``record_run``), and a rerun reopens that run
+by id (``recorded_run``), so a folder moved elsewhere reattaches to its own run (the key tag is
+moved to the new path) instead of opening an empty twin. A folder whose recorded path still
+holds the same record is a copy: it gets a run of its own. A recorded run missing from the store
+(another store, or deleted) gives a new run. ``Tracker.how`` says which, in one line.
+
+A store that cannot be opened (a corrupt ``mlflow.db``, a server that does not answer) is one
+ValueError naming it (``open_tracker``), raised before the trainer touches its outputs.
+
 The experiment is tagged ``mlflow.experimentKind = custom_model_development``, so MLflow 3's UI
 opens it on runs and charts (model training), not on the GenAI traces view.
 
@@ -37,11 +47,13 @@ from typing import Any
 
 from vade.checks import check_bool, reject_unknown
 
-__all__ = ["MODES", "NullTracker", "Tracker", "TrackingConfig", "flatten", "open_tracker"]
+__all__ = ["MODES", "RECORD", "NullTracker", "Tracker", "TrackingConfig", "flatten", "open_tracker",
+           "record_run", "recorded_run"]
 
 _SQLITE = "sqlite:///"
 KEY_TAG = "vade_run_key"  # the run folder that owns an MLflow run (Tracker's ``key``)
 _KIND = ("mlflow.experimentKind", "custom_model_development")
+RECORD = "mlflow.json"  # in a run folder: the MLflow run it writes to (module doc)
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,9 @@ class NullTracker:
     """Tracking switched off: every call is accepted and does nothing."""
 
     run_id: str | None = None
+    uri: str | None = None
+    created = False  # a new MLflow run (not a reopened one)
+    how = "tracking is off"
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         pass
@@ -143,7 +158,7 @@ class Tracker(NullTracker):
     """One MLflow run named ``run_name`` in ``experiment``, opened as ``mode`` says (module doc)."""
 
     def __init__(self, uri: str, experiment: str, run_name: str, mode: str = "resume",
-                 key: str | None = None) -> None:
+                 key: str | None = None, run_id: str | None = None) -> None:
         from mlflow.tracking import MlflowClient
 
         if mode not in MODES:
@@ -162,10 +177,13 @@ class Tracker(NullTracker):
                                                          tags=dict([_KIND])))
             if exp is not None and exp.tags.get(_KIND[0]) is None:
                 self.client.set_experiment_tag(exp_id, *_KIND)
+        recorded = self._recorded(run_id, exp_id)
         query = f"attributes.run_name = '{_quote(run_name)}'"
         if key is not None:  # only this folder's runs (module doc)
             query += f" and tags.{KEY_TAG} = '{_quote(key)}'"
         found = self.client.search_runs([exp_id], query, order_by=["attributes.start_time DESC"])
+        if recorded is not None:
+            found = [recorded, *(r for r in found if r.info.run_id != recorded.info.run_id)]
         if mode == "new":
             for stale in found:
                 self.client.delete_run(stale.info.run_id)
@@ -177,14 +195,36 @@ class Tracker(NullTracker):
             self.run_id = self.client.create_run(
                 exp_id, run_name=run_name,
                 tags={KEY_TAG: key} if key is not None else None).info.run_id
+            self.created = True
+            self.how = (f"new MLflow run {self.run_id}" if run_id is None or mode == "new" else
+                        f"new MLflow run {self.run_id} (the recorded run {run_id} is not in "
+                        f"{uri})")
             return
         run = found[0]
         self.run_id = run.info.run_id
         self._params = dict(run.data.params)
+        old_key = run.data.tags.get(KEY_TAG)
+        self.how = f"continuing MLflow run {self.run_id}"
+        if key is not None and old_key != key and mode != "attach":  # the folder moved
+            self.client.set_tag(self.run_id, KEY_TAG, key)
+            self.how = f"reattached MLflow run {self.run_id} (the folder moved from {old_key})"
         if mode == "resume":
             self._last_step = {key: max(m.step for m in self.client.get_metric_history(
                 self.run_id, key)) for key in run.data.metrics}
             self.client.update_run(self.run_id, status="RUNNING")
+
+    def _recorded(self, run_id: str | None, exp_id: str) -> Any:
+        """The run ``run_id`` when it exists, is not deleted and belongs to ``exp_id``."""
+        if run_id is None:
+            return None
+        from mlflow.exceptions import MlflowException
+
+        try:
+            run = self.client.get_run(run_id)
+        except MlflowException:
+            return None
+        ok = run.info.experiment_id == exp_id and run.info.lifecycle_stage != "deleted"
+        return run if ok else None
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         """Log flattened params; ones the run already holds are skipped (params are immutable)."""
@@ -224,8 +264,55 @@ def _quote(value: str) -> str:
 
 
 def open_tracker(config: TrackingConfig, name: str, run_name: str,
-                 mode: str = "resume", key: str | None = None) -> NullTracker:
-    """The tracker the config asks for: MLflow, or a ``NullTracker`` when disabled."""
+                 mode: str = "resume", key: str | None = None,
+                 run_id: str | None = None) -> NullTracker:
+    """The tracker the config asks for: MLflow, or a ``NullTracker`` when disabled. A store
+    that cannot be opened is one ValueError naming it (module doc)."""
     if not config.enabled:
         return NullTracker()
-    return Tracker(config.uri_for(name), config.experiment_for(name), run_name, mode, key)
+    uri = config.uri_for(name)
+    try:
+        return Tracker(uri, config.experiment_for(name), run_name, mode, key, run_id)
+    except Exception as exc:  # noqa: BLE001 - sqlalchemy, sqlite, HTTP: one line for all
+        lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
+        first = (lines[0] if lines else type(exc).__name__)[:300]
+        raise ValueError(f"cannot open the MLflow store {uri} ({first}): repair or move it, "
+                         "point tracking.mlflow_uri at another store, or set tracking.enabled: "
+                         "false; nothing in the run folder was changed") from None
+
+
+def recorded_run(folder: Path, uri: str | None) -> tuple[str | None, str]:
+    """The MLflow run id ``folder`` recorded for the store ``uri`` (None when there is none, the
+    store differs, or the record is a copy's: its recorded folder still exists and still records
+    the same run), and a phrase for the log when it is not used."""
+    import json
+
+    path = folder / RECORD
+    try:
+        record = json.loads(path.read_text())
+        run_id, where, store = record["run_id"], Path(record["folder"]), record["uri"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, ""
+    if store != uri:
+        return None, f"the folder's run {run_id} is in another store ({store})"
+    if where != folder.resolve() and (where / RECORD).is_file():
+        try:
+            same = json.loads((where / RECORD).read_text()).get("run_id") == run_id
+        except (OSError, ValueError, AttributeError):
+            same = False
+        if same:
+            return None, f"a copy of {where}, which keeps run {run_id}"
+    return str(run_id), ""
+
+
+def record_run(folder: Path, tracker: NullTracker) -> None:
+    """Write ``folder/mlflow.json`` for ``tracker``'s run (nothing when tracking is off)."""
+    import json
+    import os
+
+    if tracker.run_id is None:
+        return
+    tmp = folder / f".{RECORD}.tmp-{os.getpid()}"
+    tmp.write_text(json.dumps({"uri": tracker.uri, "run_id": tracker.run_id,
+                               "folder": str(folder.resolve())}, indent=1) + "\n")
+    os.replace(tmp, folder / RECORD)

@@ -25,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="reports/bench/sampler.json")
     r = sub.add_parser("reward", help="the reward on the worst known answers, in a worker thread")
     r.add_argument("--repeats", type=_size, default=5, help="timed runs per answer")
+    r.add_argument("--threads", type=_size, default=8,
+                   help="threads scoring at once in the threaded case (default 8)")
     r.add_argument("--out", default="reports/bench/reward.json")
 
 
@@ -34,13 +36,18 @@ def _run_reward(args: argparse.Namespace) -> int:
 
     from vade.bench.reward import run_all
 
-    result = run_all(args.repeats)
+    result = run_all(args.repeats, args.threads)
     print(f"\nreward in a worker thread, {args.repeats} runs per answer "
           f"(target <= {result['target_s']:g} s, score 0)")
     print(f"{'answer':<36} {'median s':>9} {'max s':>7} {'scores':>7}")
     for row in result["reward"]:
         print(f"{row['answer']:<36} {row['median_s']:>9.4f} {row['max_s']:>7.4f} "
               f"{','.join(f'{x:g}' for x in row['scores']):>7}")
+    t = result["threaded"]
+    print(f"\n{t['threads']} threads at once, {t['rounds']} calls each: "
+          f"{t['threads'] - 1} on {t['hard_answer']} (killed at the budget): max "
+          f"{t['hard_max_s']:.3f} s, median {t['hard_median_s']:.3f} s; 1 on "
+          f"{t['easy_answer']}: {t['easy_s']} s, scores {t['easy_scores']}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

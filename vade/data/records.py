@@ -14,6 +14,11 @@ evaluation tasks. Columns:
 ``extra_info.index`` is unique across the built dataset and stable for a given seed and sources;
 for the training split it equals the row position, which is the sampler's sample id and DuckDB's
 ``sample_id``. ``uid`` is a content-derived string id (source and source row id).
+
+``read_examples`` checks every row once, as it reads the file: each image decodes (Pillow, full
+decode) and each row has a non-empty answer. A bad row fails there, naming the file and the row,
+before any model is loaded or any step written; without it a garbled image surfaced steps into
+training, in the middle of a batch, without the file's name.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ANSWER_TYPES", "IMAGE_TOKEN", "Example", "example_from_row", "read_examples"]
+__all__ = ["ANSWER_TYPES", "IMAGE_TOKEN", "Example", "check_example", "example_from_row",
+           "read_examples"]
 
 IMAGE_TOKEN = "<image>"
 # choice: a letter A-Z; number: numeric with tolerance; relaxed: ChartQA 5% relaxed accuracy;
@@ -51,6 +57,10 @@ class Example:
         return str(self.extra_info.get("question", ""))
 
 
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
 def example_from_row(row: dict[str, Any]) -> Example:
     """Decode one parquet row (as ``pyarrow`` ``to_pylist`` gives it); errors name the row."""
     extra = dict(row.get("extra_info") or {})
@@ -67,15 +77,43 @@ def example_from_row(row: dict[str, Any]) -> Example:
             split=str(extra.get("split", "")),
             messages=[{"role": m["role"], "content": m["content"]} for m in row["prompt"]],
             images=[bytes(b) for b in images],
-            ground_truth=str(row["reward_model"]["ground_truth"]),
+            ground_truth=_text(row["reward_model"]["ground_truth"]),
             extra_info=extra,
         )
     except (KeyError, TypeError) as exc:
         raise ValueError(f"{where}: malformed verl row, missing or bad field {exc}") from None
 
 
-def read_examples(path: str | Path) -> list[Example]:
-    """All rows of one verl parquet file, in file order."""
+def check_example(example: Example) -> None:
+    """Raise ValueError (naming the row) unless the row has an answer and every image decodes."""
+    import io
+
+    from PIL import Image
+
+    where = f"row index={example.index}"
+    if not example.ground_truth.strip():
+        raise ValueError(f"{where}: empty reward_model.ground_truth (a row without an answer)")
+    for k, data in enumerate(example.images):
+        try:
+            with Image.open(io.BytesIO(data)) as img:
+                img.load()
+        except Exception as exc:  # noqa: BLE001 - Pillow raises many types for corrupt data
+            raise ValueError(f"{where}: image {k} cannot be decoded ({type(exc).__name__}: "
+                             f"{exc})") from None
+
+
+def read_examples(path: str | Path, *, check: bool = True) -> list[Example]:
+    """All rows of one verl parquet file, in file order, each checked (``check_example``;
+    module doc) unless ``check`` is False. Errors name the file."""
     from vade.data.parquet_read import read_table
 
-    return [example_from_row(r) for r in read_table(path).to_pylist()]
+    out = []
+    for pos, row in enumerate(read_table(path).to_pylist()):
+        try:
+            example = example_from_row(row)
+            if check:
+                check_example(example)
+        except ValueError as exc:
+            raise ValueError(f"{path} (row {pos}): {exc}") from None
+        out.append(example)
+    return out

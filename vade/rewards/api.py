@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from vade.checks import reject_unknown
-from vade.rewards.extract import extract_answer
+from vade.rewards.candidates import offers_alternatives
+from vade.rewards.extract import Extraction, extract_answer
 from vade.rewards.verify import MAX_OPTIONS, VERIFIERS, verify
 
 __all__ = ["RewardConfig", "compute_score", "infer_answer_type", "score_batch", "score_one"]
@@ -100,6 +101,16 @@ def _choices(extra_info: Mapping[str, Any] | None) -> list[str] | None:
     return [str(c) for c in raw]
 
 
+def _hedged(found: Extraction, answer_type: str, golds: list[str]) -> bool:
+    """Two different boxes joined on a line, or (types without candidates) an "or" between two
+    answers: a hedge scores 0 (``vade.rewards.candidates``). Choice and yes/no answers are
+    checked by their verifiers, which know the candidates."""
+    if found.hedged:
+        return True
+    return answer_type not in ("choice", "yesno") and all(
+        offers_alternatives(found.answer or "", g) for g in golds)
+
+
 def score_one(solution: str, ground_truth: Any, answer_type: str,
               extra_info: Mapping[str, Any] | None = None,
               config: RewardConfig = RewardConfig(), where: str = "sample") -> dict[str, float]:
@@ -119,7 +130,7 @@ def score_one(solution: str, ground_truth: Any, answer_type: str,
         letters = _LETTERS[:len(choices) if choices else MAX_OPTIONS]
     found = extract_answer(solution, choice_letters=letters, yesno=answer_type == "yesno")
     acc = 0.0
-    if found.answer is not None:
+    if found.answer is not None and not _hedged(found, answer_type, golds):
         try:
             acc = float(any(verify(answer_type, found.answer, g, choices) for g in golds))
         except ValueError as exc:  # a bad ground truth: name the row

@@ -20,6 +20,16 @@ one is closed by ``)``, ``.``, ``:`` (the option text follows: "B) A right trian
 word, number or a sentence end closes a run. An answer is hedged when the run that holds the
 candidate the verifier reads names two or more *distinct* candidates ("A, A" is not a hedge).
 
+Look-alike letters: Cyrillic and Greek capitals drawn like Latin ones (``В`` U+0412, ``Β``
+U+0392 for B; ``А``/``Α`` for A; ``С``/``Ϲ`` for C; ``Е``/``Ε`` for E; and the other Latin-shaped
+capitals, plus the Cyrillic ``о`` of a spelled "оr") are folded to Latin after NFKC before
+candidates are read (``fold_confusables``, a table from Unicode's confusables.txt restricted to
+these scripts), so "A or В" names two options. Only hedge detection sees the folded text.
+
+Other answer types (math, number, relaxed, text) have no candidate set; for them an answer is a
+hedge when the word "or" stands between two non-empty parts of it (``offers_alternatives``:
+"3 or 4", "x = 2 \\text{ or } x = 5"), unless the ground truth itself is written that way.
+
 False positives avoided: a candidate spelled like an English word ("A" and "I" for letters,
 "no" for yes/no) counts only when it is followed by the end, punctuation, a coordinating word or
 another candidate, so "A right triangle", "(B) A triangle" and "Yes, no doubt" name one
@@ -34,8 +44,8 @@ from dataclasses import dataclass
 
 from vade.rewards.normalize import canonical_unicode, strip_latex
 
-__all__ = ["JOIN_WORDS", "KINDS", "LEAD_WORDS", "NEGATIONS", "Run", "candidate_runs", "is_hedged",
-           "named_candidates"]
+__all__ = ["JOIN_WORDS", "KINDS", "LEAD_WORDS", "NEGATIONS", "Run", "candidate_runs",
+           "fold_confusables", "is_hedged", "named_candidates", "offers_alternatives"]
 
 KINDS = ("choice", "yesno")
 JOIN_WORDS = frozenset({"or", "and", "nor", "vs", "versus"})
@@ -168,8 +178,38 @@ def candidate_runs(text: str, kind: str, letters: str = "") -> list[Run]:
     return runs
 
 
+# Cyrillic and Greek letters that render like Latin ones (Unicode confusables.txt, these scripts).
+_CONFUSABLES = str.maketrans({
+    "\u0410": "A", "\u0391": "A", "\u0412": "B", "\u0392": "B", "\u0421": "C", "\u03f9": "C",
+    "\u0415": "E", "\u0395": "E", "\u041d": "H", "\u0397": "H", "\u0406": "I", "\u0399": "I",
+    "\u0408": "J", "\u041a": "K", "\u039a": "K", "\u041c": "M", "\u039c": "M", "\u039d": "N",
+    "\u041e": "O", "\u039f": "O", "\u0420": "P", "\u03a1": "P", "\u0405": "S", "\u0422": "T",
+    "\u03a4": "T", "\u0425": "X", "\u03a7": "X", "\u04ae": "Y", "\u03a5": "Y", "\u0396": "Z",
+    "\u0430": "a", "\u0441": "c", "\u0435": "e", "\u043e": "o", "\u03bf": "o", "\u0440": "p",
+    "\u0445": "x", "\u0443": "y", "\u0456": "i", "\u0455": "s", "\u0458": "j",
+})
+
+
+def fold_confusables(text: str) -> str:
+    """NFKC, then Cyrillic/Greek look-alikes of Latin letters -> Latin (module doc)."""
+    text = canonical_unicode(text)
+    return text if text.isascii() else text.translate(_CONFUSABLES)
+
+
 def _normal(answer: str) -> str:
-    return strip_latex(canonical_unicode(answer))
+    return strip_latex(fold_confusables(answer))
+
+
+_OR = re.compile(r"(?<![A-Za-z])or(?![A-Za-z])", re.IGNORECASE)
+
+
+def offers_alternatives(answer: str, gold: str = "") -> bool:
+    """True when "or" stands between two non-empty parts of ``answer`` ("3 or 4") and the
+    ground truth ``gold`` has no "or" of its own (module doc: answers without candidates)."""
+    parts = _OR.split(_normal(answer))
+    if len(parts) < 2 or _OR.search(_normal(gold)):
+        return False
+    return sum(bool(p.strip(" \t,.;:/|$")) for p in parts) >= 2
 
 
 def _is_lead(tok: _Token) -> bool:

@@ -6,12 +6,16 @@ committed to. Rules, in priority order (the first that finds something wins):
 1. ``\\boxed{...}`` (or ``\\fbox{...}``): the LAST complete one. Braces are balanced, so nested
    LaTeX (``\\boxed{\\frac{1}{2}}``) is kept whole and ``\\{``/``\\}`` do not count. Taking the last
    one means a response that boxes several candidates is judged by its final commitment, and
-   emitting many boxes cannot earn more than one answer; for choice and yes/no questions, boxes
-   joined on one line ("\\boxed{A} or \\boxed{B}") are one hedged answer. An unclosed box (a
+   emitting many boxes cannot earn more than one answer. Boxes joined on one line
+   ("\\boxed{A} or \\boxed{B}", "\\boxed{3}, \\boxed{4}") are one hedged answer, whatever the
+   type: for choice and yes/no questions the joined run is returned (the verifier sees the
+   hedge), for the others ``Extraction.hedged`` is set when the joined boxes differ. Boxes apart
+   ("\\boxed{3}, no wait, \\boxed{5}") are a correction: the last one counts. An unclosed box (a
    truncated generation) is skipped in favour of an earlier complete one.
 2. An answer phrase: the last "answer is X" / "Answer: X" / "final answer = X" (case-insensitive);
    X runs to the end of its line (or the next line when the phrase ends the line) and stops at
-   the first ". " sentence end (not one followed by "or"/"and" or a list mark: "A. Or B" is one hedged answer).
+   the first ". " sentence end (not one followed by "or"/"and" or a list mark: "A. Or B" is one hedged answer),
+   and takes in the next line when that one starts with "or"/"nor" or ``/``/``|`` ("A\\nor B").
 3. For choice questions only: the last standalone capital letter among the allowed option letters
    (``(B)``, ``B.``, ``B``), so "I think it is B" answers B (the pronoun "I" is not an option,
    nor is the article in "A triangle has"). A letter coordinated with others ("A or B") yields
@@ -62,6 +66,7 @@ class Extraction:
 
     answer: str | None
     method: str  # "boxed" | "phrase" | "bare" | "letter" | "none"
+    hedged: bool = False  # the last box is joined to a different box on its line
 
     @property
     def boxed(self) -> bool:
@@ -133,6 +138,32 @@ def find_boxed(text: str) -> str | None:
     return None if box is None else box[2]
 
 
+# Text that may join two boxes into one hedged answer: join words, lead words, list marks.
+_GLUE = re.compile(r"(?:[\s,/|&;$.]|\b(?:" + "|".join(sorted(JOIN_WORDS | {"either", "maybe",
+                   "perhaps", "possibly"})) + r")\b)*", re.IGNORECASE)
+
+
+def _box_key(content: str) -> str:
+    return "".join(strip_latex(canonical_unicode(content)).split()).rstrip(".")
+
+
+def _hedged_boxes(text: str, box: tuple[int, int, str]) -> bool:
+    """Whether the last box is joined, through glue only (``_GLUE``), to an earlier box with a
+    different content on its line ("\\boxed{3} or \\boxed{4}")."""
+    lo = max(text.rfind("\n", 0, box[0]) + 1, box[0] - MAX_ANSWER_CHARS)
+    current = box
+    for _ in range(MAX_TRIES):
+        prev = _last_box(text, current[0])
+        if prev is None or prev[0] < lo or prev[1] > current[0]:
+            return False
+        if not _GLUE.fullmatch(strip_latex(text[prev[1]:current[0]])):
+            return False
+        if _box_key(prev[2]) != _box_key(box[2]):
+            return True
+        current = prev
+    return False
+
+
 def _joined_boxes(text: str, box: tuple[int, int, str], kind: str, letters: str) -> str | None:
     """The run of candidates that joins the last box to other boxes on its line, boxes replaced
     by their contents ("\\boxed{A} or \\boxed{B}" -> "A or B"); None when there is none. Only
@@ -181,6 +212,17 @@ def _clean_value(value: str) -> str:
     return value.strip().strip("*`").strip()
 
 
+_CONTINUATION = re.compile(r"[ \t*]{0,8}(?:(?:or|nor)\b|[/|])", re.IGNORECASE)
+
+
+def _continuation(text: str, end: int) -> str:
+    """The next line when it continues the answer with an alternative ("A\\nor B"), else ""."""
+    if end < 0 or not _CONTINUATION.match(text, end + 1):
+        return ""
+    nxt = text.find("\n", end + 1, end + 1 + MAX_ANSWER_CHARS)
+    return " " + text[end + 1:nxt if nxt >= 0 else end + 1 + MAX_ANSWER_CHARS]
+
+
 def find_answer_phrase(text: str) -> str | None:
     """The value after the last "answer is" / "answer:" phrase (see module doc)."""
     low = text.lower()
@@ -197,6 +239,8 @@ def find_answer_phrase(text: str) -> str | None:
             if not value.strip() and end >= 0:  # "Answer:\n42"
                 nxt = text.find("\n", end + 1, end + 1 + MAX_ANSWER_CHARS)
                 value = text[end + 1:nxt if nxt >= 0 else end + 1 + MAX_ANSWER_CHARS]
+                end = nxt
+            value += _continuation(text, end)
             value = _clean_value(value)
             if value:
                 return value
@@ -264,7 +308,9 @@ def extract_answer(response: str, *, choice_letters: str | None = None,
     if box is not None:
         kind = "choice" if choice_letters else "yesno" if yesno else None
         joined = _joined_boxes(window, box, kind, choice_letters or "") if kind else None
-        return Extraction(box[2] if joined is None else joined, "boxed")
+        if joined is not None:
+            return Extraction(joined, "boxed")
+        return Extraction(box[2], "boxed", hedged=_hedged_boxes(window, box))
     phrase = find_answer_phrase(window)
     if phrase is not None:
         return Extraction(phrase, "phrase")

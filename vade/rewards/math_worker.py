@@ -1,15 +1,27 @@
-"""A hard time budget for symbolic comparison, in any thread of any process.
+"""A hard time budget for symbolic comparison, in any thread of any process, restarts included.
 
 Why a child process: math-verify bounds its work with ``signal.alarm``, which works only in a
 process's main thread, and verl calls the reward from a thread pool; a thread cannot be stopped
-from outside, a process can. So each process that scores answers keeps one child
-(``python -m vade.rewards.math_worker``) that runs ``math_check.compare`` on one JSON line per
-request; the parent waits at most ``BUDGET_S`` for the reply line, and on a late or missing
-reply kills the child (it is busy with an unbounded SymPy computation), scores the pair as not
-equal and starts a fresh child on the next request. Requests are serialised by a lock (SymPy holds
-the GIL anyway); each one is bounded, so no caller waits forever. The child's stdout is the
-protocol channel only: library prints go to stderr. Budget, not answers, decides a verdict only
-for pathological answers (an ordinary comparison takes milliseconds).
+from outside, a process can. So comparisons run in a child (``python -m vade.rewards.math_worker``)
+that answers one JSON line per request, and the caller waits at most the budget for the reply;
+on a late or missing reply the child is killed and the pair scored "not equal".
+
+The budget (``BUDGET_S``, 1 s) is per call and counts everything the call waits for: the reply
+and, after an earlier kill, the replacement child's start. What holds:
+
+* **One worker per thread** (``bounded_compare`` keeps a ``MathWorker`` per thread and per
+  process), each with its own children, so a comparison killed in one thread never delays a
+  call in another: there is no shared child and no lock between threads.
+* **Restarts happen ahead of need.** A kill starts a spare child in the background at once, and
+  from then on the worker keeps one warm spare, so the next call usually finds a ready child.
+  When none is ready within the call's budget, the call returns "not equal" at the budget
+  (``MathWorker.late`` counts these) instead of waiting for the start (about 2 s of imports).
+* The first call of a thread starts its child and waits for it (``START_TIMEOUT_S``, the cold
+  imports on a busy machine): that is starting up, not a restart, and happens once per thread.
+
+The child's stdout is the protocol channel only: library prints go to stderr. Budget, not
+answers, decides a verdict only for pathological answers (an ordinary comparison takes
+milliseconds). ``vade bench reward`` measures it with 8 threads at once.
 """
 
 from __future__ import annotations
@@ -21,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 
 __all__ = ["BUDGET_S", "START_TIMEOUT_S", "MathWorker", "bounded_compare"]
 
@@ -44,72 +57,142 @@ def _read_line(fd: int, deadline: float, buffer: bytearray) -> str | None:
     return line.decode("utf-8", "replace")
 
 
+class _Child:
+    """One comparison process; ``ready`` is set once it has said so (started in the background
+    when ``background`` is true)."""
+
+    def __init__(self, background: bool) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "vade.rewards.math_worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, bufsize=0)
+        self.buffer = bytearray()
+        self.ready = threading.Event()
+        self.failed = False
+        if background:
+            threading.Thread(target=self._boot, name="vade-math-start", daemon=True).start()
+        else:
+            self._boot()
+
+    def _boot(self) -> None:
+        line = _read_line(self.proc.stdout.fileno(), time.monotonic() + START_TIMEOUT_S,
+                          self.buffer)
+        self.failed = line != _READY
+        if self.failed:
+            self.kill()
+        self.ready.set()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def usable(self) -> bool:
+        return self.ready.is_set() and not self.failed and self.proc.poll() is None
+
+
+def _kill_all(children: list[_Child]) -> None:
+    for child in children:
+        child.kill()
+
+
 class MathWorker:
-    """The parent's handle on its comparison child (see module doc)."""
+    """One thread's comparison children: the active one and, after a first kill, a warm spare
+    (module doc). Not shared between threads."""
 
     def __init__(self, budget_s: float = BUDGET_S) -> None:
         self.budget_s = budget_s
         self.killed = 0  # children killed for running past the budget
-        self._proc: subprocess.Popen | None = None
-        self._buffer = bytearray()
-        self._lock = threading.Lock()
+        self.late = 0    # calls that found no ready child within their budget
+        self._active: _Child | None = None
+        self._spare: _Child | None = None
+        self._children: list[_Child] = []  # every live child, for the finalizer
+        weakref.finalize(self, _kill_all, self._children)
 
-    def _start(self) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, "-m", "vade.rewards.math_worker"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, bufsize=0)
-        self._buffer = bytearray()
-        if _read_line(proc.stdout.fileno(), time.monotonic() + START_TIMEOUT_S,
-                      self._buffer) != _READY:
-            proc.kill()
-            proc.wait()
-            raise RuntimeError("the math comparison process (python -m vade.rewards.math_worker)"
-                               f" did not start within {START_TIMEOUT_S:g} s")
-        return proc
+    def _new(self, background: bool) -> _Child:
+        child = _Child(background)
+        self._children.append(child)
+        return child
 
-    def _stop(self) -> None:
-        if self._proc is not None:
-            self._proc.kill()
-            self._proc.wait()
-            self._proc = None
+    def _drop(self, child: _Child | None) -> None:
+        """Kill ``child``; it is reaped in the background, so the caller does not wait for a
+        busy machine to schedule its exit."""
+        if child is not None:
+            child.proc.kill()
+            threading.Thread(target=child.proc.wait, name="vade-math-reap", daemon=True).start()
+            if child in self._children:
+                self._children.remove(child)
+
+    def _ready_child(self, deadline: float) -> _Child | None:
+        """The active child; else the spare once ready (before ``deadline``); else, when the
+        worker never had a child, a new one started in the foreground (first use)."""
+        if self._active is not None and self._active.proc.poll() is None:
+            return self._active
+        self._drop(self._active)
+        self._active = None
+        if self._spare is None:
+            if self.killed:  # a spare died: start one, do not wait past the budget for it
+                self._spare = self._new(background=True)
+            else:
+                child = self._new(background=False)
+                if child.failed:
+                    self._drop(child)
+                    raise RuntimeError("the math comparison process (python -m "
+                                       "vade.rewards.math_worker) did not start within "
+                                       f"{START_TIMEOUT_S:g} s")
+                self._active = child
+                return child
+        self._spare.ready.wait(max(0.0, deadline - time.monotonic()))
+        if not self._spare.usable():
+            if self._spare.ready.is_set():  # it failed to start: replace it
+                self._drop(self._spare)
+                self._spare = self._new(background=True)
+            return None
+        self._active, self._spare = self._spare, self._new(background=True)
+        return self._active
 
     def compare(self, gold: str, pred: str) -> bool:
-        """``math_check.compare(gold, pred)``, or False past the budget."""
+        """``math_check.compare(gold, pred)``, or False past the budget (module doc)."""
+        deadline = time.monotonic() + self.budget_s
         request = (json.dumps({"gold": gold, "pred": pred}) + "\n").encode("utf-8")
-        with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
-                self._proc = self._start()
-            try:
-                self._proc.stdin.write(request)
-            except (BrokenPipeError, OSError):
-                self._stop()
-                return False
-            line = _read_line(self._proc.stdout.fileno(), time.monotonic() + self.budget_s,
-                              self._buffer)
-            if line is None:
-                self.killed += 1
-                self._stop()
-                return False
-            return line == "1"
+        first = not self._children
+        child = self._ready_child(deadline)
+        if first:  # the thread's first child just started: its budget starts now
+            deadline = time.monotonic() + self.budget_s
+        if child is None:
+            self.late += 1
+            return False
+        try:
+            child.proc.stdin.write(request)
+        except (BrokenPipeError, OSError):
+            self._drop(child)
+            self._active = None
+            return False
+        line = _read_line(child.proc.stdout.fileno(), deadline, child.buffer)
+        if line is None:
+            self.killed += 1
+            self._drop(child)
+            self._active = None
+            if self._spare is None:
+                self._spare = self._new(background=True)
+            return False
+        return line == "1"
 
     def close(self) -> None:
-        with self._lock:
-            self._stop()
+        _kill_all(self._children)
+        self._children.clear()
+        self._active = self._spare = None
 
 
-_WORKER: MathWorker | None = None
-_WORKER_PID = -1
-_WORKER_LOCK = threading.Lock()
+_LOCAL = threading.local()
 
 
 def bounded_compare(gold: str, pred: str) -> bool:
-    """``MathWorker.compare`` on the process's shared worker (started on first use; a forked
-    child starts its own)."""
-    global _WORKER, _WORKER_PID
-    with _WORKER_LOCK:
-        if _WORKER is None or _WORKER_PID != os.getpid():
-            _WORKER, _WORKER_PID = MathWorker(), os.getpid()
-        worker = _WORKER
+    """``MathWorker.compare`` on this thread's own worker (started on first use; a forked child
+    process starts its own)."""
+    worker = getattr(_LOCAL, "worker", None)
+    if worker is None or getattr(_LOCAL, "pid", -1) != os.getpid():
+        _LOCAL.worker, _LOCAL.pid = MathWorker(), os.getpid()
+        worker = _LOCAL.worker
     return worker.compare(gold, pred)
 
 
@@ -119,7 +202,7 @@ def main() -> int:
     os.dup2(2, 1)  # anything a library prints goes to stderr, never into the protocol
     from vade.rewards.math_check import compare
 
-    compare("1", "1")  # import and warm math-verify before saying ready
+    compare(r"\sqrt{2}", r"2^{1/2}")  # import and warm the parser and SymPy before "ready"
     out.write(_READY + "\n")
     for line in sys.stdin:
         try:

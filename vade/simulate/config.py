@@ -178,13 +178,10 @@ def load_config(path: str | Path | None) -> SimConfig:
     """Read and validate a YAML config; ``None`` gives the built-in defaults."""
     if path is None:
         return SimConfig()
-    import yaml
+    from vade.config_io import read_yaml  # the one strict reader (duplicate keys refused)
 
     p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"config file not found: {p}")
-    with p.open() as fh:
-        values = yaml.safe_load(fh)
+    values = read_yaml(p)
     try:
         return SimConfig.from_dict(values)
     except TypeError as exc:  # a wrong type that slipped past the key checks

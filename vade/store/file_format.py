@@ -20,9 +20,20 @@ from pathlib import Path
 
 import duckdb
 
-__all__ = ["STORAGE_VERSION", "connect_for_writing", "storage_version"]
+__all__ = ["STORAGE_VERSION", "connect_for_reading", "connect_for_writing", "storage_version"]
 
 STORAGE_VERSION = "v1.0.0"
+
+
+def _refuse(path: str | Path, exc: duckdb.Error) -> ValueError:
+    """One line naming ``path``: held by another process, or not a readable database."""
+    first = str(exc).strip().splitlines()[0]
+    if "lock" in first.lower():
+        return ValueError(f"{path} is open in another process ({first.split(': ', 1)[-1]}): "
+                          "let it finish or close it (a vade sql query, a DuckDB shell), "
+                          "then rerun")
+    return ValueError(f"{path} is not a readable DuckDB database ({first}): move it away "
+                      "and rerun the step that writes it")
 
 
 def connect_for_writing(path: str | Path) -> duckdb.DuckDBPyConnection:
@@ -35,13 +46,16 @@ def connect_for_writing(path: str | Path) -> duckdb.DuckDBPyConnection:
         return duckdb.connect(str(path),
                               config={"storage_compatibility_version": STORAGE_VERSION})
     except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0]
-        if "lock" in first.lower():
-            raise ValueError(f"{path} is open in another process ({first.split(': ', 1)[-1]}): "
-                             "let it finish or close it (a vade sql query, a DuckDB shell), "
-                             "then rerun") from None
-        raise ValueError(f"{path} is not a readable DuckDB database ({first}): move it away "
-                         "and rerun the step that writes it") from None
+        raise _refuse(path, exc) from None
+
+
+def connect_for_reading(path: str | Path) -> duckdb.DuckDBPyConnection:
+    """Open the existing database file ``path`` read-only (nothing in it changes), with the
+    same one-line errors as :func:`connect_for_writing`."""
+    try:
+        return duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        raise _refuse(path, exc) from None
 
 
 def storage_version(con: duckdb.DuckDBPyConnection) -> str:

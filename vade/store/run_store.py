@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 
@@ -61,9 +62,15 @@ class RunStore:
         self.run_id = run_id
         self.snapshot_every = int(snapshot_every)
         self.con = connect_for_writing(self.path)
-        self.con.execute(CREATE_TABLES)
-        self.con.execute(view_sql(temporary=False))
-        self._logged_through = self.last_step()  # steps above this need no delete-before-insert
+        try:
+            self.con.execute(CREATE_TABLES)
+            self.con.execute(view_sql(temporary=False))
+            self._logged_through = self.last_step()  # steps above: no delete-before-insert
+        except duckdb.Error as exc:  # a truncated or garbled file opens, then fails to read
+            self.con.close()
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ValueError(f"the history {self.path} is truncated or corrupt ({first}): move "
+                             "it away (or restore it) and rerun") from None
 
     def __enter__(self) -> "RunStore":
         return self

@@ -3,9 +3,12 @@
 Read-only for the machine too: only queries run, on a sealed connection that reads the given
 databases and nothing else and writes nothing (see :mod:`vade.store.query`). ``-o`` is the one
 file written, by this command, not by the SQL; its extension picks the format (``.csv``,
-``.json``). A query is bounded: ``--timeout`` seconds (then interrupted) and ``--memory-limit``
-(DuckDB's own cap; no spill files), so a runaway join stops with a message instead of running
-until killed. A whole folder of runs skips the runs still being written and names them.
+``.json``). A query is bounded, and so is what it returns (:mod:`vade.store.sql_output`):
+``--timeout`` seconds and ``--memory-limit`` (DuckDB's own cap, no spill files, and the whole
+process's growth while the rows are written) stop it with a message instead of running until
+killed; csv/json output is streamed in batches and capped at ``--max-rows`` rows (default
+``ROW_CAP``; 0 lifts the cap on purpose), with a message and exit status 1 when rows were left
+out. A whole folder of runs skips the runs still being written and names them.
 """
 
 from __future__ import annotations
@@ -13,8 +16,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import IO
 
 FORMATS = {".csv": "csv", ".json": "json"}
+TABLE_ROWS = 40
+ROW_CAP = 1_000_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,8 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run database(s): files, directories or globs (several = a catalog)")
     parser.add_argument("--format", choices=("table", "csv", "json"), default=None,
                         help="default: table, or what -o's extension says")
-    parser.add_argument("--max-rows", type=int, default=40,
-                        help="rows shown in table format (csv/json print all)")
+    parser.add_argument("--max-rows", type=int, default=None, metavar="N",
+                        help=f"rows shown in table format (default {TABLE_ROWS}) or written as "
+                        f"csv/json (default {ROW_CAP:,}; 0 = no cap)")
     parser.add_argument("-o", "--output", help="write csv/json here (.csv or .json) instead of "
                         "stdout")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
@@ -49,16 +56,29 @@ def output_format(fmt: str | None, output: str | None) -> str:
     return fmt
 
 
-def run(args: argparse.Namespace) -> int:
-    import threading
+def _sink(output: str | None) -> IO[bytes]:
+    return open(output, "wb") if output else sys.stdout.buffer  # closed by run
 
+
+def run(args: argparse.Namespace) -> int:
     import duckdb
 
     from vade.store.query import check_select_only, connect, explain_refusal
+    from vade.store.sql_output import (
+        BATCH_ROWS,
+        Stopped,
+        Watch,
+        memory_cap,
+        parse_size,
+        write_rows,
+    )
 
     fmt = output_format(args.format, args.output)
     if not args.timeout > 0:
         raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    if args.max_rows is not None and args.max_rows < 0:
+        raise ValueError(f"--max-rows must be >= 0 (0 = no cap), got {args.max_rows}")
+    budget = parse_size(args.memory_limit)
     sql = args.query
     if sql.startswith("@"):
         with open(sql[1:], encoding="utf-8") as fh:
@@ -68,38 +88,44 @@ def run(args: argparse.Namespace) -> int:
     for path in skipped:
         print(f"vade sql: skipped {path}: another process is writing it (a run in progress)",
               file=sys.stderr)
-    timer = threading.Timer(args.timeout, con.interrupt)
-    timer.start()
+    too_long = (f"the query ran longer than --timeout {args.timeout:g} s and was stopped "
+                "(raise --timeout, or narrow the query)")
+    too_big = (f"the query and its output grew past --memory-limit {args.memory_limit} and were "
+               f"stopped (raise --memory-limit, now {args.memory_limit}, or narrow the query)")
+    watch = Watch(con, args.timeout, budget)
     try:
-        check_select_only(con, sql)
-        rel = con.sql(sql)
-        if rel is None:
-            raise ValueError("the statement returned no rows (vade sql is read-only)")
-        if fmt == "table":
-            rel.show(max_rows=args.max_rows, max_width=200)
-            return 0
-        table = rel.to_arrow_table()
-        if fmt == "csv":
-            import pyarrow.csv as pacsv
-            sink = args.output or sys.stdout.buffer
-            pacsv.write_csv(table, sink)
-        else:
-            import json
-            text = json.dumps(table.to_pylist(), default=str, indent=1)
-            if args.output:
-                with open(args.output, "w", encoding="utf-8") as fh:
-                    fh.write(text + "\n")
-            else:
-                print(text)
-    except duckdb.InterruptException:
-        raise ValueError(f"the query ran longer than --timeout {args.timeout:g} s and was "
-                         "stopped (raise --timeout, or narrow the query)") from None
+        with watch, memory_cap(budget):
+            check_select_only(con, sql)
+            rel = con.sql(sql)
+            if rel is None:
+                raise ValueError("the statement returned no rows (vade sql is read-only)")
+            if fmt == "table":
+                rel.show(max_rows=args.max_rows or TABLE_ROWS, max_width=200)
+                return 0
+            cap = ROW_CAP if args.max_rows is None else args.max_rows
+            reader = rel.to_arrow_reader(BATCH_ROWS)  # streamed: one batch in memory at a time
+            sink = _sink(args.output)
+            try:
+                written, more = write_rows(reader, fmt, sink, cap, watch)
+            finally:
+                sink.flush()
+                if args.output:
+                    sink.close()
+        if more:
+            print(f"vade sql: stopped after {written:,} rows (--max-rows {cap}): the result has "
+                  "more; raise --max-rows (0 = no cap) or narrow the query", file=sys.stderr)
+            return 1
+    except (duckdb.InterruptException, Stopped):
+        raise ValueError(too_big if watch.reason == "memory" else too_long) from None
+    except MemoryError:
+        raise ValueError(too_big) from None
     except duckdb.OutOfMemoryException as exc:
         raise ValueError(f"{str(exc).splitlines()[0]} (raise --memory-limit, now "
                          f"{args.memory_limit}, or narrow the query)") from None
     except duckdb.Error as exc:
+        if watch.reason is not None:
+            raise ValueError(too_big if watch.reason == "memory" else too_long) from None
         raise ValueError(explain_refusal(exc)) from exc
     finally:
-        timer.cancel()
         con.close()
     return 0

@@ -29,7 +29,7 @@ from typing import Any
 
 from vade import methods
 from vade.checks import check_bool, check_choice, check_number, reject_unknown
-from vade.config_io import section
+from vade.config_io import check_sections, section
 from vade.tracking import TrackingConfig
 from vade.train.verl.config import VerlConfig
 
@@ -286,7 +286,10 @@ class TrainConfig:
     # ------------------------------------------------------------------ parsing
     @classmethod
     def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> TrainConfig:
-        """Build from a whole config mapping; ``overrides`` (CLI flags) replace train keys."""
+        """Build from a whole config mapping; ``overrides`` (CLI flags) replace train keys. An
+        unknown top-level section is refused here too (``config_io.check_sections``), so the
+        Python entry points are as strict as the CLI's."""
+        check_sections(dict(config), "config")
         train = section(config, "train", required=False)
         known = {f.name for f in fields(cls)} - {"name", "seed", "sampler", "dapo", "diva",
                                                  "tracking"}

@@ -21,7 +21,7 @@ __all__ = ["OUTPUTS", "RunLock", "supersede"]
 # What a run writes in its folder (besides the lock), and the name each gets when moved aside.
 OUTPUTS = {"done.json": "done.json", "history.duckdb": "history.duckdb.old",
            "history.duckdb.wal": "history.duckdb.old.wal", "checkpoints": "checkpoints",
-           "final": "final"}
+           "final": "final", "mlflow.json": "mlflow.json"}
 
 
 class RunLock:

@@ -1,4 +1,12 @@
-"""The local trainer's inputs, checked before any model is loaded: rows, difficulty, paths."""
+"""The local trainer's inputs, checked before any model is loaded: rows, difficulty, paths, and
+what identifies them.
+
+``input_hashes`` is the inputs' part of a run's identity (``vade.train.local.resume``): the
+SHA-256 of the training and validation splits, of the initial-difficulty file and of the model
+folder (every file, by relative path). A model given by name (a Hugging Face id) is identified
+by that name. Content, not paths or times: moving a folder or touching a file changes nothing,
+rebuilding it with other content does.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RunPaths", "check_train_rows", "count_rows", "load_initial_difficulty"]
+__all__ = ["RunPaths", "check_train_rows", "count_rows", "input_hashes", "load_initial_difficulty"]
 
 
 @dataclass(frozen=True)
@@ -61,3 +69,31 @@ def load_initial_difficulty(path: Path, n_samples: int) -> tuple[np.ndarray, np.
     from vade.train.difficulty import initial_alpha_beta
 
     return initial_alpha_beta(path, np.arange(n_samples, dtype=np.int64))
+
+
+def _folder_sha256(folder: Path) -> str:
+    import hashlib
+
+    from vade.data.writer import file_sha256
+
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(f"{path.relative_to(folder).as_posix()}\0{file_sha256(path)}\n".encode())
+    return h.hexdigest()
+
+
+def input_hashes(paths: RunPaths) -> dict[str, str | None]:
+    """``{"train", "val", "difficulty", "model"}`` -> ``sha256:<hex>`` of each input's content,
+    ``name:<id>`` for a model given by name, None for an input the run does not have."""
+    from vade.data.writer import file_sha256
+
+    def file(path: Path | None) -> str | None:
+        return f"sha256:{file_sha256(path)}" if path is not None and path.is_file() else None
+
+    model = Path(paths.model)
+    if model.is_dir():
+        model_id = f"sha256:{_folder_sha256(model)}"
+    else:
+        model_id = file(model) or f"name:{paths.model}"
+    return {"train": file(paths.train), "val": file(paths.val),
+            "difficulty": file(paths.difficulty), "model": model_id}

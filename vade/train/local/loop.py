@@ -201,7 +201,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
                         "sampler": sampler.state_dict(), "rng": capture_rng(), **state,
                         **({"diva": shaper.state_dict()} if shaper is not None else {}),
                     }, keep=cfg.keep_checkpoints, info=checkpoint_info(
-                        cfg, state["val"], state["rollouts_cumulative"]))
+                        cfg, state["val"], state["rollouts_cumulative"], run.inputs))
             for phase in PHASES:
                 timing[phase].append(phases.seconds.get(phase, 0.0))
             elapsed = time.perf_counter() - t_run

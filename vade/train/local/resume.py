@@ -8,6 +8,10 @@ been the same under the new config, and otherwise starts from step 0:
 * keys that change what a step computes (``lr``, ``method``, ``seed``, the sampler, ...: the
   *fingerprint*; for DAPO also the run's rollout budget, which ``steps`` sets) -> no checkpoint
   is valid: start fresh (the old outputs are moved aside, ``vade.train.run_folder``);
+* a changed input -- the training or validation data, the model, the initial difficulty
+  (``vade.train.local.inputs.input_hashes``: their content, part of the fingerprint) -> start
+  fresh the same way, the reason naming the input; a checkpoint that records no input hashes
+  (written before they were recorded) cannot vouch for its inputs and is not resumed;
 * more ``steps`` -> resume from the newest checkpoint whose validated steps the new schedule also
   validates (the old end was validated as the end; if the new schedule does not validate it, an
   earlier checkpoint is used, and the steps after it are recomputed);
@@ -46,11 +50,13 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
-def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
-    """The keys every step's computation depends on."""
+def fingerprint(cfg: TrainConfig, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The keys every step's computation depends on, and the inputs' hashes when given."""
     out = {k: v for k, v in cfg.to_dict().items() if k not in NEUTRAL}
     if cfg.spec.filters:  # DAPO's per-step cap is what is left of the run's budget
         out["rollout_budget"] = cfg.rollout_budget
+    if inputs is not None:
+        out["inputs"] = dict(inputs)
     return _plain(out)
 
 
@@ -72,9 +78,10 @@ def val_steps(cfg: TrainConfig, step: int, rollouts: int) -> list[int]:
     return sorted(points)
 
 
-def checkpoint_info(cfg: TrainConfig, val: dict[int, float], rollouts: int) -> dict[str, Any]:
+def checkpoint_info(cfg: TrainConfig, val: dict[int, float], rollouts: int,
+                    inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     """A checkpoint's manifest fields (``vade.train.checkpoint.save_checkpoint``'s ``info``)."""
-    return {"fingerprint": fingerprint(cfg), "config": _plain(cfg.to_dict()),
+    return {"fingerprint": fingerprint(cfg, inputs), "config": _plain(cfg.to_dict()),
             "val_steps": sorted(int(s) for s in val), "rollouts_cumulative": int(rollouts)}
 
 
@@ -96,8 +103,26 @@ def _changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
-def plan_resume(cfg: TrainConfig, directory: str | Path) -> ResumePlan:
-    """Where a run of ``cfg`` in a folder with checkpoints in ``directory`` starts (module doc)."""
+def _inputs_changed(old: Any, new: dict[str, Any]) -> str | None:
+    """Why the recorded inputs ``old`` differ from ``new`` (one phrase), or None if equal."""
+    if not isinstance(old, dict):
+        return ("the checkpoints record no input hashes (written by an older version), so "
+                "their data, model and difficulty cannot be checked")
+    new = _plain(new)
+    diff = [f"{k}: {_short(old.get(k))} -> {_short(new.get(k))}"
+            for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    return ("an input changed (" + "; ".join(diff) + ")") if diff else None
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text[:19] if text.startswith("sha256:") else text
+
+
+def plan_resume(cfg: TrainConfig, directory: str | Path,
+                inputs: dict[str, Any] | None = None) -> ResumePlan:
+    """Where a run of ``cfg`` with ``inputs`` (``input_hashes``; None: not compared) in a folder
+    with checkpoints in ``directory`` starts (module doc)."""
     from vade.train.checkpoint import checkpoints, manifest
 
     found = checkpoints(directory)[::-1]
@@ -105,7 +130,11 @@ def plan_resume(cfg: TrainConfig, directory: str | Path) -> ResumePlan:
         return ResumePlan(None, reason="no checkpoint")
     newest = manifest(found[0][1])
     changed = _changed({"train": newest.get("config", {})}, {"train": _plain(cfg.to_dict())})
-    now = fingerprint(cfg)
+    if inputs is not None:
+        why = _inputs_changed(newest.get("fingerprint", {}).get("inputs"), inputs)
+        if why is not None:
+            return ResumePlan(None, changed=changed, reason=why)
+    now = fingerprint(cfg, inputs)
     if newest.get("fingerprint") != now:
         keys = [c for c in changed if c.split(":")[0].split(".")[1] not in NEUTRAL] or changed
         return ResumePlan(None, changed=changed,

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ("tiers", "pytester")
+
 ROOT = Path(__file__).resolve().parents[1]
 # What a user's runs write; the tests own none of it.
 GUARDED = ("data", "results", "reports", "logs", "benchmarks", "mlruns", ".snakemake")
@@ -69,3 +71,18 @@ def hermetic_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
     assert not changed, (
         "the tests wrote into the repository's pipeline outputs (they must work in temporary "
         f"folders): {changed[:20]}{' ...' if len(changed) > 20 else ''}")
+
+
+@pytest.fixture(scope="session")
+def smoke_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The completed smoke run of config/tiny.yaml (a clean clone); read it, copy to change it."""
+    from smoke_pipeline import build_once
+
+    base = tmp_path_factory.getbasetemp()
+    # Workers of one xdist run share their base's parent; a plain run keeps to its own base.
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "smoke-pipeline"
+    shared.mkdir(exist_ok=True)
+    workdir, error = build_once(shared)
+    if error:
+        pytest.fail(error)
+    return workdir

@@ -12,6 +12,7 @@ user's own ``make demo`` left in the checkout neither changes the expected DAG n
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -112,50 +113,84 @@ def test_tiny_config_builds_the_model_and_trains_on_cpu(repo: Path) -> None:
         assert "gpu=" not in block.split("resources:", 1)[1].splitlines()[0]
 
 
-@pytest.mark.parametrize(
-    ("edit", "message"),
-    [
-        (lambda c: c["sampler"].update(lamda1=0.2), "lamda1"),
-        (lambda c: c["sampler"].update(lambda1=1.5), "lambda1"),
-        (lambda c: c["experiments"]["grid"][0]["methods"].append("dapoo"), "dapoo"),
-        (lambda c: c["difficulty"].update(rollouts=1), "rollouts"),
-        (lambda c: c.update(traning={}), "traning"),
-        (lambda c: c["train"].update(learning_rate=1e-3), "learning_rate"),
-        (lambda c: c["train"].update(rollouts_per_prompt=1), "rollouts_per_prompt"),
-        (lambda c: c["train"].setdefault("gspo", {}).update(loss_agg_mode="mean"), "mean"),
-        (lambda c: c["experiments"]["grid"][0].update(steps=0), "grid.0.steps"),
-        (lambda c: c["experiments"]["grid"].append({**c["experiments"]["grid"][0], "steps": 7}),
-         "different steps (None and 7)"),
-    ],
-    ids=["typo-key", "lambda-out-of-range", "unknown-method", "one-rollout", "typo-section",
-         "train-typo", "train-one-rollout", "bad-loss-mode", "block-steps-zero",
-         "run-in-two-blocks-with-different-steps"],
-)
-def test_bad_config_fails_at_start_naming_the_key(repo: Path, tmp_path: Path, edit,
-                                                  message: str) -> None:
+REFUSALS = {  # case -> (edit of tiny.yaml, what the message must name)
+    "typo-key": (lambda c: c["sampler"].update(lamda1=0.2), "lamda1"),
+    "lambda-out-of-range": (lambda c: c["sampler"].update(lambda1=1.5), "lambda1"),
+    "unknown-method": (lambda c: c["experiments"]["grid"][0]["methods"].append("dapoo"), "dapoo"),
+    "one-rollout": (lambda c: c["difficulty"].update(rollouts=1), "rollouts"),
+    "typo-section": (lambda c: c.update(traning={}), "traning"),
+    "train-typo": (lambda c: c["train"].update(learning_rate=1e-3), "learning_rate"),
+    "train-one-rollout": (lambda c: c["train"].update(rollouts_per_prompt=1),
+                          "rollouts_per_prompt"),
+    "bad-loss-mode": (lambda c: c["train"].setdefault("gspo", {}).update(loss_agg_mode="mean"),
+                      "mean"),
+    "block-steps-zero": (lambda c: c["experiments"]["grid"][0].update(steps=0), "grid.0.steps"),
+    "run-in-two-blocks-with-different-steps": (
+        lambda c: c["experiments"]["grid"].append({**c["experiments"]["grid"][0], "steps": 7}),
+        "different steps (None and 7)"),
+}
+
+
+def bad_config(repo: Path, folder: Path, case: str) -> Path:
     cfg = yaml.safe_load((repo / "config" / "tiny.yaml").read_text())
-    edit(cfg)
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump(cfg))
-    proc = dry_run(repo, "--configfile", str(bad))
+    REFUSALS[case][0](cfg)
+    path = folder / f"{case}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def key_twice_config(repo: Path, folder: Path) -> Path:
+    """Snakemake's YAML reader keeps the last of two equal keys; the workflow refuses them."""
+    text = (repo / "config" / "tiny.yaml").read_text()
+    path = folder / "twice.yaml"
+    path.write_text(text.replace("\ntrain:\n", "\ntrain:\n  steps: 3\n", 1))
+    return path
+
+
+@pytest.fixture(scope="module")
+def refusals(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Every bad config read by the workflow in one process, through Snakemake's API
+    (``snakemake_probe.py``): the refusal is raised while the workflow is read, so one start for
+    the family proves what one start per case did. ``tiny.yaml`` itself is read too, as the
+    control that the probe accepts a good config."""
+    folder = tmp_path_factory.mktemp("bad-configs")
+    files = {case: bad_config(repo, folder, case) for case in REFUSALS}
+    files["key-twice"] = key_twice_config(repo, folder)
+    files["good"] = repo / "config" / "tiny.yaml"
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("snakemake_probe.py")),
+                           str(repo), *map(str, files.values())], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    by_file = {r["configfile"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    return {case: by_file[str(path.resolve())] for case, path in files.items()}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_bad_config_fails_at_start_naming_the_key(refusals: dict[str, dict], case: str) -> None:
+    result = refusals[case]
+    assert not result["ok"]  # refused while reading the workflow: no DAG, no job
+    assert result["error"].startswith("config ") and REFUSALS[case][1] in result["error"]
+    assert len(result["error"].splitlines()) == 1, result  # not the schema and config (484 lines)
+
+
+def test_a_key_given_twice_fails_at_start_naming_it(refusals: dict[str, dict]) -> None:
+    assert not refusals["key-twice"]["ok"]
+    assert "key 'steps' is given twice" in refusals["key-twice"]["error"]
+    assert refusals["good"] == {**refusals["good"], "ok": True, "error": ""}
+
+
+def test_bad_config_on_the_command_line_prints_a_short_summary(repo: Path,
+                                                                tmp_path: Path) -> None:
+    """The family's one real ``snakemake`` start: what a user sees is the one-line reason."""
+    proc = dry_run(repo, "--configfile", str(bad_config(repo, tmp_path, "typo-key")))
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "config " in out and message in out
+    assert "config " in out and "lamda1" in out
     assert "Job stats" not in out  # stopped before scheduling anything
     assert len(out.strip().splitlines()) <= 4, out  # a summary, not the schema and config (484)
 
 
-def test_a_key_given_twice_fails_at_start_naming_it(repo: Path, tmp_path: Path) -> None:
-    """Snakemake's YAML reader keeps the last of two equal keys; the workflow refuses them."""
-    text = (repo / "config" / "tiny.yaml").read_text()
-    bad = tmp_path / "twice.yaml"
-    bad.write_text(text.replace("\ntrain:\n", "\ntrain:\n  steps: 3\n", 1))
-    proc = dry_run(repo, "--configfile", str(bad))
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "key 'steps' is given twice" in out, out
-    assert "Job stats" not in out
-
-
+@pytest.mark.e2e
 def test_lint_is_clean(repo: Path) -> None:
     proc = subprocess.run([str(SNAKEMAKE), "--lint"], cwd=repo, capture_output=True, text=True,
                           timeout=300)

@@ -3,12 +3,12 @@
 The run of ``config/tiny.yaml`` at smoke scale is the session's shared one (the ``smoke_pipeline``
 fixture, ``smoke_pipeline.py``: built once per test run, in a clean copy of the repository; the
 checkout's own data/, results/ and reports/ are never touched): data -> tiny model -> initial
-difficulty -> 6 training runs -> 7 evaluations (one job per repeat, then a merge) -> report, plus
-the sampler lab. Then, against that completed run: nothing to do when nothing changed, nor after
-moving the whole clone elsewhere; a changed VADE lambda reruns only the VADE runs and what depends
-on them, with Snakemake's reason; a changed evaluation setting reruns no training; and the tests
-that run Snakemake or MLflow, run inside that clone the way ``make test`` runs them after ``make
-demo``, pass and leave its outputs as they were.
+difficulty -> 6 training runs -> 7 evaluations (on CPU, one job runs a checkpoint's repeats) ->
+report, plus the sampler lab. Then, against that completed run: nothing to do when nothing
+changed, nor after moving the whole clone elsewhere; a changed VADE lambda reruns only the VADE
+runs and what depends on them, with Snakemake's reason; a changed evaluation setting reruns no
+training; and tests that run Snakemake or MLflow, run inside that clone the way ``make test`` runs
+them after ``make demo``, pass and leave its outputs as they were.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_smoke_config_schedules_every_stage(tmp_path: Path) -> None:
     proc = snakemake(clone, "-n", "--configfile", str(write_config(clone, "smoke.yaml")))
     assert proc.returncode == 0, proc.stderr
     assert scheduled(proc) == {"build_data": 1, "build_model": 1, "init_difficulty": 1,
-                               "train": 6, "evaluate_repeat": 7, "evaluate": 7, "report": 1,
+                               "train": 6, "evaluate": 7, "report": 1,
                                "simulate": 1, "all": 1}
 
 
@@ -103,8 +103,7 @@ def test_changed_vade_lambda_reruns_only_vade_runs(completed: Path) -> None:
     cfg = write_config(completed, "lambda.yaml", lambda c: c["sampler"].update(lambda1=0.3))
     proc = snakemake(completed, "-n", "--configfile", str(cfg.relative_to(completed)))
     assert proc.returncode == 0, proc.stderr
-    assert scheduled(proc) == {"train": 2, "evaluate_repeat": 2, "evaluate": 2, "report": 1,
-                               "all": 1}
+    assert scheduled(proc) == {"train": 2, "evaluate": 2, "report": 1, "all": 1}
     out = proc.stdout + proc.stderr
     reruns = set(re.findall(r"output: results/tiny/runs/([\w.-]+)/done.json", out))
     assert reruns == {"tiny-grpo-vade-s0", "tiny-gspo-vade-s0"}
@@ -121,8 +120,8 @@ def test_changed_evaluation_setting_reruns_no_training(completed: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     jobs = scheduled(proc)
     assert "train" not in jobs and "init_difficulty" not in jobs
-    assert jobs["evaluate"] == 7  # the merges; every repeat job reruns (params) and r1 is new
-    assert jobs["evaluate_repeat"] == 14
+    assert jobs["evaluate"] == 7  # every checkpoint's evaluation (its params changed), and only
+    assert set(jobs) == {"evaluate", "report", "all"}
 
 
 @on_the_shared_run

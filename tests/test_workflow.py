@@ -103,14 +103,22 @@ def test_training_params_hold_only_what_the_method_reads(paper_dry_run: str) -> 
 
 
 def test_tiny_config_builds_the_model_and_trains_on_cpu(repo: Path) -> None:
-    proc = dry_run(repo, "--configfile", "config/tiny.yaml")
+    proc = dry_run(repo, "-p", "--configfile", "config/tiny.yaml")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
     counts = job_counts(out)
     assert counts["build_model"] == 1 and counts["train"] == 6 and counts["evaluate"] == 7
-    assert counts["evaluate_repeat"] == 7 * 2  # tiny.yaml: repeats 2
     for block in jobs_of(out, "train"):
         assert "gpu=" not in block.split("resources:", 1)[1].splitlines()[0]
+    # CPU evaluation: one job runs a checkpoint's repeats (tiny.yaml: 2) in one process, into
+    # the checkpoint's file; no job per repeat, no merge
+    assert "evaluate_repeat" not in counts
+    for block in jobs_of(out, "evaluate"):
+        run = re.search(r"wildcards: run=([\w.-]+)", block).group(1)
+        cmd = block.split("Shell command:", 1)[1]
+        assert "gpu=" not in block.split("resources:", 1)[1].splitlines()[0]
+        assert f"output: results/tiny/eval/{run}.duckdb" in block
+        assert "--repeat" not in cmd and "--merge" not in cmd, block
 
 
 REFUSALS = {  # case -> (edit of tiny.yaml, what the message must name)
@@ -310,7 +318,7 @@ def test_diva_methods_run_in_the_grid_with_initial_difficulty(repo: Path, tmp_pa
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
     assert job_counts(out)["train"] == 10 and job_counts(out)["evaluate"] == 11
-    assert job_counts(out)["evaluate_repeat"] == 11 * 2
+    assert "evaluate_repeat" not in job_counts(out)  # CPU: one job per checkpoint
     diva = [b for b in jobs_of(out, "train") if "-diva-s0" in b]
     assert len(diva) == 4  # grpo/gspo x diva/vade-diva
     for block in diva:

@@ -113,9 +113,10 @@ def with_variants(examples: list, train_pos: np.ndarray, fraction: float, seed: 
 
 
 def build_base_model(cfg: ModelConfig, seed: int, out: str | Path,
-                     warmstart: str | Path | None = None, *, progress: bool = True
-                     ) -> dict[str, Any]:
-    """Build (tiny) or point to (pretrained) the base policy in ``out``; returns its metadata."""
+                     warmstart: str | Path | None = None, *, progress: bool = True,
+                     cache: str | Path | None = None) -> dict[str, Any]:
+    """Build (tiny) or point to (pretrained) the base policy in ``out``; returns its metadata.
+    ``cache``: a folder of earlier tiny builds by key (``vade.models.cache``), reused on a hit."""
     out = Path(out)
     meta: dict[str, Any] = {"kind": cfg.kind, "seed": int(seed), "config": cfg.to_dict()}
     if cfg.kind == "pretrained":
@@ -132,14 +133,25 @@ def build_base_model(cfg: ModelConfig, seed: int, out: str | Path,
         _write_folder(out, lambda d: _write_meta(d, meta))
         return meta
 
+    if warmstart is None:
+        raise ValueError("model.kind 'tiny' needs --warmstart data/<name>/warmstart.parquet")
+    if cache is None:
+        return _build_tiny(cfg, seed, out, warmstart, meta, progress)
+    from vade.models.cache import build_key, cached
+
+    return cached(cache, build_key(cfg.to_dict(), int(seed), warmstart), out,
+                  (META_FILE, DONE_FILE), lambda: _build_tiny(cfg, seed, out, warmstart, meta,
+                                                              progress))
+
+
+def _build_tiny(cfg: ModelConfig, seed: int, out: Path, warmstart: str | Path,
+                meta: dict[str, Any], progress: bool) -> dict[str, Any]:
     import torch
 
     from vade.data.records import read_examples
     from vade.models.tiny import build_tiny, corpus_from_examples
     from vade.models.warmstart import split_heldout, warm_start
 
-    if warmstart is None:
-        raise ValueError("model.kind 'tiny' needs --warmstart data/<name>/warmstart.parquet")
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     examples = read_examples(warmstart)

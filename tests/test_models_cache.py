@@ -1,6 +1,6 @@
 """The warm-started model's cache (vade/models/cache.py): what makes a new key, a hit, a miss.
 
-Real: the key over a real warm-start file and config; the cache's copies. Stand-in: the build
+Real: the key over warm-start rows and a config; the cache's copies. Stand-in: the build
 itself, a function that writes a small folder and counts its calls (a real tiny build takes
 minutes; ``vade build-model`` with ``--cache`` is the same call with the real build).
 """
@@ -8,9 +8,11 @@ minutes; ``vade build-model`` with ``--cache`` is the same call with the real bu
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from vade.models.cache import build_key, cached
+from vade.models.testing import bar_examples
 
 META = ("vade_model.json", "done.json")
 
@@ -27,16 +29,21 @@ def fake_build(out: Path, calls: list[int], weights: bytes):
     return build
 
 
-def test_the_key_changes_with_config_seed_and_split(tmp_path: Path) -> None:
-    split = tmp_path / "warmstart.parquet"
-    split.write_bytes(b"rows")
+def test_the_key_changes_with_config_seed_and_rows_not_with_row_positions() -> None:
+    rows = bar_examples(6, seed=1)
     cfg = {"kind": "tiny", "warm_start": {"steps": 600}}
-    key = build_key(cfg, 0, split)
-    assert key == build_key(json.loads(json.dumps(cfg)), 0, split)  # same inputs, same key
-    assert build_key({**cfg, "warm_start": {"steps": 601}}, 0, split) != key
-    assert build_key(cfg, 1, split) != key
-    split.write_bytes(b"rowz")
-    assert build_key(cfg, 0, split) != key
+    key = build_key(cfg, 0, rows)
+    assert key == build_key(json.loads(json.dumps(cfg)), 0, rows)  # same inputs, same key
+    # the same rows further down another file (the study's splits before them are larger)
+    moved = [replace(e, index=e.index + 375, extra_info={**e.extra_info, "index": e.index + 375})
+             for e in rows]
+    assert build_key(cfg, 0, moved) == key
+    assert build_key({**cfg, "warm_start": {"steps": 601}}, 0, rows) != key
+    assert build_key(cfg, 1, rows) != key
+    assert build_key(cfg, 0, rows[:-1]) != key
+    assert build_key(cfg, 0, [replace(rows[0], ground_truth="x"), *rows[1:]]) != key
+    assert build_key(cfg, 0, [replace(rows[0], images=[rows[0].images[0][:-1] + b"?"]),
+                              *rows[1:]]) != key
 
 
 def test_a_miss_builds_and_keeps_a_hit_copies_and_says_so(tmp_path: Path) -> None:

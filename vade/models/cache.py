@@ -2,11 +2,11 @@
 
 Why: the warm start is the longest single job of the CPU demo, and every config that shares the
 demo's model section, seed and warm-start split (``config/tiny-study*.yaml``) would train the
-same weights again. The build is deterministic for (model config, seed, warm-start rows, code,
-library versions), so its folder is kept under that key in a cache folder (``vade build-model
---cache``, or ``VADE_MODEL_CACHE``) and copied from there when the key is seen again. A changed
-config, split, file of ``vade/models`` or torch/transformers version is a new key: nothing stale
-is ever reused. The copied folder's metadata says where it came from (``cache``).
+same weights again (their warm-start rows are the same; only the rows' positions differ). The
+build is deterministic for (model config, seed, warm-start rows, code, library versions), so its
+folder is kept under that key in a cache folder (``vade build-model --cache``, or
+``VADE_MODEL_CACHE``) and copied from there when the key is seen again. A changed config, row,
+file of ``vade/models`` or torch/transformers version is a new key: nothing stale is reused. The copied folder's metadata says where it came from (``cache``).
 """
 
 from __future__ import annotations
@@ -15,30 +15,38 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["build_key", "cached"]
+if TYPE_CHECKING:  # pragma: no cover
+    from vade.data.records import Example
+
+__all__ = ["build_key", "cached", "examples_digest"]
 
 CODE = Path(__file__).resolve().parent  # vade/models: everything the build runs of this package
 
 
-def _file_digest(path: Path) -> str:
+def examples_digest(examples: Sequence[Example]) -> str:
+    """What the build reads of the warm-start rows: everything but a row's position in its file
+    (``index``, which only error messages show; it shifts with the sizes of the other splits)."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
+    for ex in examples:
+        fields = {k: v for k, v in vars(ex).items() if k not in ("index", "images")}
+        fields["extra_info"] = {k: v for k, v in ex.extra_info.items() if k != "index"}
+        h.update(json.dumps(fields, sort_keys=True, default=str).encode())
+        for image in ex.images:
+            h.update(hashlib.sha256(image).digest())
     return h.hexdigest()
 
 
-def build_key(config: dict[str, Any], seed: int, warmstart: str | Path) -> str:
-    """The key of a build: its config, seed, warm-start file, code and library versions."""
+def build_key(config: dict[str, Any], seed: int, examples: Sequence[Example]) -> str:
+    """The key of a build: its config, seed, warm-start rows, code and library versions."""
     h = hashlib.sha256()
     h.update(json.dumps({"config": config, "seed": seed, "torch": version("torch"),
                          "transformers": version("transformers")}, sort_keys=True).encode())
-    h.update(_file_digest(Path(warmstart)).encode())
+    h.update(examples_digest(examples).encode())
     for src in sorted(CODE.glob("*.py")):
         h.update(src.name.encode() + b"\0" + src.read_bytes())
     return h.hexdigest()[:32]

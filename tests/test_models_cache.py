@@ -11,6 +11,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from vade.models.cache import build_key, cached
 from vade.models.testing import bar_examples
 
@@ -66,3 +67,29 @@ def test_a_miss_builds_and_keeps_a_hit_copies_and_says_so(tmp_path: Path) -> Non
     other = tmp_path / "other"
     cached(tmp_path / "cache", "k2", other, META, fake_build(other, calls, b"w3"))
     assert calls == [1, 1] and (other / "model.safetensors").read_bytes() == b"w3"
+
+
+@pytest.mark.e2e  # a real tiny build (tokenizer, warm start, held-out sampling)
+def test_build_model_command_reuses_a_cached_build(tmp_path: Path, monkeypatch) -> None:
+    """``vade build-model`` twice with one cache (the second from $VADE_MODEL_CACHE): one
+    warm start, the same weights in both folders."""
+    from vade.cli import main
+    from vade.models.testing import bar_rows, write_rows
+
+    small = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1,
+             "intermediate_size": 64, "mrope_section": [2, 3, 3], "vision_hidden_size": 32,
+             "vision_depth": 2, "vision_heads": 2, "vision_intermediate_size": 64,
+             "vocab_size": 320}
+    ws = write_rows(tmp_path / "warmstart.parquet", bar_rows(12, seed=6, split="warmstart"))
+    cfg = json.dumps({"seed": 3, "model": {"kind": "tiny", "tiny": small, "warm_start": {
+        "steps": 2, "batch_size": 4, "eval_fraction": 0.25}}})
+    args = ["build-model", "--config-json", cfg, "--no-progress", "--warmstart", str(ws)]
+    assert main([*args, "--out", str(tmp_path / "a"), "--cache", str(tmp_path / "cache")]) == 0
+    monkeypatch.setenv("VADE_MODEL_CACHE", str(tmp_path / "cache"))
+    assert main([*args, "--out", str(tmp_path / "b")]) == 0
+    a, b = (json.loads((tmp_path / d / "done.json").read_text()) for d in "ab")
+    assert "cache" not in a and b["cache"]["reused"].startswith(str(tmp_path / "cache"))
+    assert {k: v for k, v in b.items() if k != "cache"} == a
+    assert ((tmp_path / "a" / "model.safetensors").read_bytes()
+            == (tmp_path / "b" / "model.safetensors").read_bytes())
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [b["cache"]["key"]]

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from vade.models.cache import build_key, cached
 from vade.models.testing import bar_examples
 

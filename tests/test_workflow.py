@@ -36,7 +36,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def dry_run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(SNAKEMAKE), "-n", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, check=False)
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -167,7 +167,7 @@ def refusals(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     files["good"] = repo / "config" / "tiny.yaml"
     proc = subprocess.run([sys.executable, str(Path(__file__).with_name("snakemake_probe.py")),
                            str(repo), *map(str, files.values())], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr
     by_file = {r["configfile"]: r for r in map(json.loads, proc.stdout.splitlines())}
     return {case: by_file[str(path.resolve())] for case, path in files.items()}
@@ -201,7 +201,7 @@ def test_bad_config_on_the_command_line_prints_a_short_summary(repo: Path,
 @pytest.mark.e2e
 def test_lint_is_clean(repo: Path) -> None:
     proc = subprocess.run([str(SNAKEMAKE), "--lint"], cwd=repo, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -90,7 +90,7 @@ class Durations:
         path.write_text("\n".join(lines) + "\n")
 
     @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001 - pytest's type
+    def pytest_terminal_summary(self, terminalreporter) -> None:
         slow = self.over_budget()
         if slow:
             terminalreporter.section("tests over budget", sep="=", red=True, bold=True)

@@ -55,7 +55,7 @@ $(DUCKDB1)/.stamp: $(UV)
 REPORTS  := .test-reports
 WORKERS  ?= auto
 PYTEST   := VADE_DUCKDB1_PYTHON="$(CURDIR)/$(DUCKDB1)/bin/python" $(PY) -m pytest
-SERIAL   := $(shell grep -l "mark\.serial" tests/test_*.py 2>/dev/null)
+SERIAL   := $(shell grep -rl --include="test_*.py" "mark\.serial" tests 2>/dev/null)
 # pytest's exit status 5 is "no tests collected" (a tier with nothing in it)
 define run_tier
 	$(PYTEST) -n $(WORKERS) --dist loadgroup -m "$(1)not serial" \

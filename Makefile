@@ -49,7 +49,8 @@ $(DUCKDB1)/.stamp: $(UV)
 	$(UV) pip install -q --python $(DUCKDB1)/bin/python "duckdb==1.1.3"
 	@touch $@
 
-# The tests run on every core (pytest-xdist; tests of one xdist_group share a worker), except
+# The tests run on every core (pytest-xdist; a module's tests share a worker, so its module
+# fixtures run once), except
 # those marked serial, which run afterwards on their own. Each run writes its durations to
 # .test-reports/ and fails when a test outside e2e/cluster goes over its budget (tests/tiers.py).
 REPORTS  := .test-reports
@@ -58,7 +59,7 @@ PYTEST   := VADE_DUCKDB1_PYTHON="$(CURDIR)/$(DUCKDB1)/bin/python" $(PY) -m pytes
 SERIAL   := $(shell grep -rl --include="test_*.py" "mark\.serial" tests 2>/dev/null)
 # pytest's exit status 5 is "no tests collected" (a tier with nothing in it)
 define run_tier
-	$(PYTEST) -n $(WORKERS) --dist loadgroup -m "$(1)not serial" \
+	$(PYTEST) -n $(WORKERS) --dist loadscope -m "$(1)not serial" \
 	    --durations-report $(REPORTS)/$(2).tsv
 	$(if $(SERIAL),$(PYTEST) -m "$(1)serial" --durations-report $(REPORTS)/$(2)-serial.tsv \
 	    $(SERIAL) || [ $$? -eq 5 ])

@@ -30,8 +30,9 @@ pytestmark = pytest.mark.skipif(not (BIN / "snakemake").exists(),
 
 
 def on_the_shared_run(test):
-    """End to end, and on one xdist worker: that one waits for the build, the others go on."""
-    return pytest.mark.e2e(pytest.mark.xdist_group("smoke-pipeline")(test))
+    """End to end (``make test --dist loadscope`` keeps a module on one worker: that one waits
+    for the build, the others go on)."""
+    return pytest.mark.e2e(test)
 
 
 @pytest.fixture

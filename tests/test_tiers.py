@@ -46,7 +46,7 @@ def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, list[l
 
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["plain", "xdist"])
 def test_a_slow_unmarked_test_fails_the_run_and_all_are_reported(pytester, workers) -> None:
-    result, rows = run(pytester, *workers)
+    result, rows = run(pytester, *workers, "--dist", "loadscope") if workers else run(pytester)
     assert result.ret == 1  # every test passed; the budget failed the run
     result.stdout.fnmatch_lines(["*tests over budget*", "*call*test_suite.py::test_slow_unmarked"])
     assert "test_slow_e2e" not in result.stdout.str().split("tests over budget", 1)[1]
@@ -59,6 +59,8 @@ def test_a_slow_unmarked_test_fails_the_run_and_all_are_reported(pytester, worke
     assert tests["test_slow_e2e"]["marks"] == "e2e"
     assert tests["test_slow_old_name"]["marks"] == "e2e,slow"  # the old name counts as e2e
     assert rows[-1][:2] == ["# module", "test_suite.py"]
+    if workers:  # loadscope: a module's tests share a worker, so one worker ran all four
+        assert len({t["worker"] for t in tests.values()}) == 1 and tests["test_quick"]["worker"]
 
 
 def test_the_fast_tier_leaves_out_e2e_and_its_old_name_and_budget_0_checks_nothing(

@@ -61,9 +61,10 @@ class Durations:
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.seconds[report.nodeid][report.when] = report.duration
-        self.marks[report.nodeid] = {k for k in EXEMPT + tuple(ALIASES) if k in report.keywords}
-        self.worker[report.nodeid] = getattr(report, "node", None) and report.node.gateway.id or ""
+        test = report.nodeid
+        self.seconds[test][report.when] = report.duration
+        self.marks[test] = {k for k in EXEMPT + tuple(ALIASES) if k in report.keywords}
+        self.worker[test] = getattr(report, "node", None) and report.node.gateway.id or ""
 
     def over_budget(self) -> list[tuple[str, str, float]]:
         """(test, phase, seconds) of every phase over budget in a test that is not exempt."""

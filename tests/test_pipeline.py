@@ -23,7 +23,8 @@ from pathlib import Path
 import duckdb
 import pytest
 from conftest import changed_paths, fingerprint
-from smoke_pipeline import BIN, CONFIG, clone_env, snakemake, write_config
+# smoke_scale is not used here: other test modules import it (and the rest) from this module
+from smoke_pipeline import BIN, CONFIG, clone_env, smoke_scale, snakemake, write_config  # noqa: F401
 
 pytestmark = pytest.mark.skipif(not (BIN / "snakemake").exists(),
                                 reason="snakemake is not installed")

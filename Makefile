@@ -1,6 +1,7 @@
 # The two front-door commands (README "Quick start"):
 #   make demo   install the locked CPU stack into .venv, then run the whole tiny pipeline with Snakemake
-#   make test   the same install, then the tests
+#   make test   the same install, then the tests (docs/testing.md: the tiers and their times)
+#   make test-fast  the tests without the end-to-end and real-cluster groups (the everyday loop)
 # Every distribution comes from requirements/lock/venv.txt (`uv pip sync`: the venv holds exactly
 # the lock, nothing more); `make lock` regenerates the locks from the hand pins (README
 # "Installation notes").
@@ -27,7 +28,7 @@ export WANDB_MODE := disabled
 
 COMPILE := $(UV) pip compile -q --python-version 3.11 --custom-compile-command "make lock"
 
-.PHONY: demo test bench lock clean-venv
+.PHONY: demo test test-fast bench lock clean-venv
 
 $(UV):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else \
@@ -48,8 +49,28 @@ $(DUCKDB1)/.stamp: $(UV)
 	$(UV) pip install -q --python $(DUCKDB1)/bin/python "duckdb==1.1.3"
 	@touch $@
 
+# The tests run on every core (pytest-xdist; a module's tests share a worker, so its module
+# fixtures run once), except
+# those marked serial, which run afterwards on their own. Each run writes its durations to
+# .test-reports/ and fails when a test outside e2e/cluster goes over its budget (tests/tiers.py).
+REPORTS  := .test-reports
+WORKERS  ?= auto
+PYTEST   := VADE_DUCKDB1_PYTHON="$(CURDIR)/$(DUCKDB1)/bin/python" $(PY) -m pytest
+SERIAL   := $(shell grep -rl --include="test_*.py" "mark\.serial" tests 2>/dev/null)
+# pytest's exit status 5 is "no tests collected" (a tier with nothing in it)
+define run_tier
+	$(PYTEST) -n $(WORKERS) --dist loadscope -m "$(1)not serial" \
+	    --durations-report $(REPORTS)/$(2).tsv
+	$(if $(SERIAL),$(PYTEST) -m "$(1)serial" --durations-report $(REPORTS)/$(2)-serial.tsv \
+	    $(SERIAL) || [ $$? -eq 5 ])
+	@echo "durations: $(REPORTS)/$(2).tsv"
+endef
+
 test: $(VENV)/.stamp $(DUCKDB1)/.stamp
-	VADE_DUCKDB1_PYTHON="$(CURDIR)/$(DUCKDB1)/bin/python" $(PY) -m pytest
+	$(call run_tier,,test)
+
+test-fast: $(VENV)/.stamp $(DUCKDB1)/.stamp
+	$(call run_tier,not e2e and not cluster and ,test-fast)
 
 demo: $(VENV)/.stamp
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" snakemake --cores 2 --configfile config/tiny.yaml

@@ -6,7 +6,8 @@ touching the first:
 * MLflow: every process the tests start (and the tests themselves) log to a store in the session's
   temporary folder; ``MLFLOW_TRACKING_URI`` is set before any test runs and is inherited by the
   subprocesses (``vade`` commands, Snakemake jobs). A test that needs the unset case removes it with
-  ``monkeypatch``.
+  ``monkeypatch``. A user's ``VADE_MODEL_CACHE`` (built models, ``vade/models/cache.py``) is
+  unset the same way: a clone's Snakemake run keeps its own under its ``results/``.
 * A guard: the repository's output folders (``data/``, ``results/``, ``reports/``, ``logs/``,
   ``benchmarks/``, ``mlruns/``, ``.snakemake/``) are fingerprinted (path, size, mtime of every
   file) before the first test and compared after the last one; any difference fails the
@@ -21,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ("tiers", "pytester")
 
 ROOT = Path(__file__).resolve().parents[1]
 # What a user's runs write; the tests own none of it.
@@ -53,9 +56,11 @@ def changed_paths(before: dict[str, tuple[int, int]],
 @pytest.fixture(scope="session", autouse=True)
 def hermetic_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     store = tmp_path_factory.mktemp("mlflow") / "mlflow.db"
-    saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME")}
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME",
+                                            "VADE_MODEL_CACHE")}
     os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{store}"
     os.environ.pop("MLFLOW_EXPERIMENT_NAME", None)
+    os.environ.pop("VADE_MODEL_CACHE", None)  # a user's model cache is not the tests' either
     before = fingerprint()
     try:
         yield
@@ -69,3 +74,18 @@ def hermetic_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
     assert not changed, (
         "the tests wrote into the repository's pipeline outputs (they must work in temporary "
         f"folders): {changed[:20]}{' ...' if len(changed) > 20 else ''}")
+
+
+@pytest.fixture(scope="session")
+def smoke_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The completed smoke run of config/tiny.yaml (a clean clone); read it, copy to change it."""
+    from smoke_pipeline import build_once
+
+    base = tmp_path_factory.getbasetemp()
+    # Workers of one xdist run share their base's parent; a plain run keeps to its own base.
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "smoke-pipeline"
+    shared.mkdir(exist_ok=True)
+    workdir, error = build_once(shared)
+    if error:
+        pytest.fail(error)
+    return workdir

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_pipeline import clone_env
+from smoke_pipeline import clone_env
 from workflow_copy import clean_copy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,14 +56,19 @@ def _snakemake(cwd: Path, *args: str, timeout: int = 600) -> subprocess.Complete
                           text=True, timeout=timeout, env=clone_env(), check=False)
 
 
+def job_counts(out: str) -> dict[str, int]:
+    """Snakemake's "Job stats" table of a dry run: {rule: jobs}."""
+    table = out.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    return {ln.split()[0]: int(ln.split()[1]) for ln in table.splitlines()[3:] if ln.strip()}
+
+
 @needs_snakemake
 def test_study_dry_run_has_thirty_runs(tmp_path):
     repo = clean_copy(tmp_path / "repo")
     proc = _snakemake(repo, "-n", "--configfile", "config/tiny-study.yaml")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
-    table = out.split("Job stats:", 1)[1].split("\n\n", 1)[0]
-    counts = {ln.split()[0]: int(ln.split()[1]) for ln in table.splitlines()[3:] if ln.strip()}
+    counts = job_counts(out)
     assert counts["train"] == 30 and counts["evaluate"] == 31 and "simulate" not in counts
     assert "results/tiny-study/runs/tiny-grpo-last-update-s4/done.json" in out
 
@@ -80,13 +85,12 @@ def test_diva_overlay_adds_only_the_diva_runs(tmp_path):
                       "config/tiny-study-diva.yaml")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
-    table = out.split("Job stats:", 1)[1].split("\n\n", 1)[0]
-    counts = {ln.split()[0]: int(ln.split()[1]) for ln in table.splitlines()[3:] if ln.strip()}
+    counts = job_counts(out)
     assert counts["train"] == 40 and counts["evaluate"] == 41
     assert "results/tiny-study/runs/tiny-grpo-vade-diva-s4/done.json" in out
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 @needs_snakemake
 def test_study_at_smoke_scale_trains_two_seeds_and_reports_intervals(tmp_path):
     repo = clean_copy(tmp_path / "repo")
@@ -115,6 +119,7 @@ def test_study_at_smoke_scale_trains_two_seeds_and_reports_intervals(tmp_path):
     assert "cannot rank" not in stats
 
 
+@pytest.mark.e2e  # two Snakemake starts
 @needs_snakemake
 def test_peers_overlay_and_plateau_overlay(tmp_path):
     """config/tiny-study-peers.yaml: the study's seeds and steps, its own outputs, vanilla, DAPO,
@@ -135,16 +140,14 @@ def test_peers_overlay_and_plateau_overlay(tmp_path):
     proc = _snakemake(repo, *base)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
-    table = out.split("Job stats:", 1)[1].split("\n\n", 1)[0]
-    counts = {ln.split()[0]: int(ln.split()[1]) for ln in table.splitlines()[3:] if ln.strip()}
+    counts = job_counts(out)
     assert counts["train"] == 35 and counts["evaluate"] == 36
     for method in ("mopps", "greso", "mmr1", "sec"):
         assert f"results/tiny-study-peers/runs/tiny-grpo-{method}-s4/done.json" in out
     proc = _snakemake(repo, *base, "config/tiny-study-plateau.yaml", "-p")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
-    table = out.split("Job stats:", 1)[1].split("\n\n", 1)[0]
-    counts = {ln.split()[0]: int(ln.split()[1]) for ln in table.splitlines()[3:] if ln.strip()}
+    counts = job_counts(out)
     assert counts["train"] == 35
     steps = {}  # run -> the steps in its training command's config
     for cmd in re.findall(r"python -m vade train --config-json (\S+) .*?--method (\S+) "

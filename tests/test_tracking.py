@@ -141,6 +141,7 @@ def _open_at_once(uri: str, name: str, barrier) -> str:
     return name
 
 
+@pytest.mark.e2e  # four spawned processes import MLflow and migrate one store at once
 def test_parallel_jobs_can_open_a_new_store_together(tmp_path):
     """Four processes (what parallel Snakemake jobs are) open one not-yet-existing sqlite store at
     the same moment: every one gets its run (real MLflow migrations and experiment creation)."""

@@ -12,6 +12,7 @@ user's own ``make demo`` left in the checkout neither changes the expected DAG n
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -35,7 +36,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def dry_run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(SNAKEMAKE), "-n", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, check=False)
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -102,63 +103,105 @@ def test_training_params_hold_only_what_the_method_reads(paper_dry_run: str) -> 
 
 
 def test_tiny_config_builds_the_model_and_trains_on_cpu(repo: Path) -> None:
-    proc = dry_run(repo, "--configfile", "config/tiny.yaml")
+    proc = dry_run(repo, "-p", "--configfile", "config/tiny.yaml")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
     counts = job_counts(out)
     assert counts["build_model"] == 1 and counts["train"] == 6 and counts["evaluate"] == 7
-    assert counts["evaluate_repeat"] == 7 * 2  # tiny.yaml: repeats 2
     for block in jobs_of(out, "train"):
         assert "gpu=" not in block.split("resources:", 1)[1].splitlines()[0]
+    # CPU evaluation: one job runs a checkpoint's repeats (tiny.yaml: 2) in one process, into
+    # the checkpoint's file; no job per repeat, no merge
+    assert "evaluate_repeat" not in counts
+    for block in jobs_of(out, "evaluate"):
+        run = re.search(r"wildcards: run=([\w.-]+)", block).group(1)
+        cmd = block.split("Shell command:", 1)[1]
+        assert "gpu=" not in block.split("resources:", 1)[1].splitlines()[0]
+        assert f"output: results/tiny/eval/{run}.duckdb" in block
+        assert "--repeat" not in cmd and "--merge" not in cmd, block
 
 
-@pytest.mark.parametrize(
-    ("edit", "message"),
-    [
-        (lambda c: c["sampler"].update(lamda1=0.2), "lamda1"),
-        (lambda c: c["sampler"].update(lambda1=1.5), "lambda1"),
-        (lambda c: c["experiments"]["grid"][0]["methods"].append("dapoo"), "dapoo"),
-        (lambda c: c["difficulty"].update(rollouts=1), "rollouts"),
-        (lambda c: c.update(traning={}), "traning"),
-        (lambda c: c["train"].update(learning_rate=1e-3), "learning_rate"),
-        (lambda c: c["train"].update(rollouts_per_prompt=1), "rollouts_per_prompt"),
-        (lambda c: c["train"].setdefault("gspo", {}).update(loss_agg_mode="mean"), "mean"),
-        (lambda c: c["experiments"]["grid"][0].update(steps=0), "grid.0.steps"),
-        (lambda c: c["experiments"]["grid"].append({**c["experiments"]["grid"][0], "steps": 7}),
-         "different steps (None and 7)"),
-    ],
-    ids=["typo-key", "lambda-out-of-range", "unknown-method", "one-rollout", "typo-section",
-         "train-typo", "train-one-rollout", "bad-loss-mode", "block-steps-zero",
-         "run-in-two-blocks-with-different-steps"],
-)
-def test_bad_config_fails_at_start_naming_the_key(repo: Path, tmp_path: Path, edit,
-                                                  message: str) -> None:
+REFUSALS = {  # case -> (edit of tiny.yaml, what the message must name)
+    "typo-key": (lambda c: c["sampler"].update(lamda1=0.2), "lamda1"),
+    "lambda-out-of-range": (lambda c: c["sampler"].update(lambda1=1.5), "lambda1"),
+    "unknown-method": (lambda c: c["experiments"]["grid"][0]["methods"].append("dapoo"), "dapoo"),
+    "one-rollout": (lambda c: c["difficulty"].update(rollouts=1), "rollouts"),
+    "typo-section": (lambda c: c.update(traning={}), "traning"),
+    "train-typo": (lambda c: c["train"].update(learning_rate=1e-3), "learning_rate"),
+    "train-one-rollout": (lambda c: c["train"].update(rollouts_per_prompt=1),
+                          "rollouts_per_prompt"),
+    "bad-loss-mode": (lambda c: c["train"].setdefault("gspo", {}).update(loss_agg_mode="mean"),
+                      "mean"),
+    "block-steps-zero": (lambda c: c["experiments"]["grid"][0].update(steps=0), "grid.0.steps"),
+    "run-in-two-blocks-with-different-steps": (
+        lambda c: c["experiments"]["grid"].append({**c["experiments"]["grid"][0], "steps": 7}),
+        "different steps (None and 7)"),
+}
+
+
+def bad_config(repo: Path, folder: Path, case: str) -> Path:
     cfg = yaml.safe_load((repo / "config" / "tiny.yaml").read_text())
-    edit(cfg)
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump(cfg))
-    proc = dry_run(repo, "--configfile", str(bad))
+    REFUSALS[case][0](cfg)
+    path = folder / f"{case}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def key_twice_config(repo: Path, folder: Path) -> Path:
+    """Snakemake's YAML reader keeps the last of two equal keys; the workflow refuses them."""
+    text = (repo / "config" / "tiny.yaml").read_text()
+    path = folder / "twice.yaml"
+    path.write_text(text.replace("\ntrain:\n", "\ntrain:\n  steps: 3\n", 1))
+    return path
+
+
+@pytest.fixture(scope="module")
+def refusals(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Every bad config read by the workflow in one process, through Snakemake's API
+    (``snakemake_probe.py``): the refusal is raised while the workflow is read, so one start for
+    the family proves what one start per case did. ``tiny.yaml`` itself is read too, as the
+    control that the probe accepts a good config."""
+    folder = tmp_path_factory.mktemp("bad-configs")
+    files = {case: bad_config(repo, folder, case) for case in REFUSALS}
+    files["key-twice"] = key_twice_config(repo, folder)
+    files["good"] = repo / "config" / "tiny.yaml"
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("snakemake_probe.py")),
+                           str(repo), *map(str, files.values())], capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr
+    by_file = {r["configfile"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    return {case: by_file[str(path.resolve())] for case, path in files.items()}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_bad_config_fails_at_start_naming_the_key(refusals: dict[str, dict], case: str) -> None:
+    result = refusals[case]
+    assert not result["ok"]  # refused while reading the workflow: no DAG, no job
+    assert result["error"].startswith("config ") and REFUSALS[case][1] in result["error"]
+    assert len(result["error"].splitlines()) == 1, result  # not the schema and config (484 lines)
+
+
+def test_a_key_given_twice_fails_at_start_naming_it(refusals: dict[str, dict]) -> None:
+    assert not refusals["key-twice"]["ok"]
+    assert "key 'steps' is given twice" in refusals["key-twice"]["error"]
+    assert refusals["good"] == {**refusals["good"], "ok": True, "error": ""}
+
+
+def test_bad_config_on_the_command_line_prints_a_short_summary(repo: Path,
+                                                                tmp_path: Path) -> None:
+    """The family's one real ``snakemake`` start: what a user sees is the one-line reason."""
+    proc = dry_run(repo, "--configfile", str(bad_config(repo, tmp_path, "typo-key")))
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "config " in out and message in out
+    assert "config " in out and "lamda1" in out
     assert "Job stats" not in out  # stopped before scheduling anything
     assert len(out.strip().splitlines()) <= 4, out  # a summary, not the schema and config (484)
 
 
-def test_a_key_given_twice_fails_at_start_naming_it(repo: Path, tmp_path: Path) -> None:
-    """Snakemake's YAML reader keeps the last of two equal keys; the workflow refuses them."""
-    text = (repo / "config" / "tiny.yaml").read_text()
-    bad = tmp_path / "twice.yaml"
-    bad.write_text(text.replace("\ntrain:\n", "\ntrain:\n  steps: 3\n", 1))
-    proc = dry_run(repo, "--configfile", str(bad))
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "key 'steps' is given twice" in out, out
-    assert "Job stats" not in out
-
-
+@pytest.mark.e2e
 def test_lint_is_clean(repo: Path) -> None:
     proc = subprocess.run([str(SNAKEMAKE), "--lint"], cwd=repo, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -275,7 +318,7 @@ def test_diva_methods_run_in_the_grid_with_initial_difficulty(repo: Path, tmp_pa
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
     assert job_counts(out)["train"] == 10 and job_counts(out)["evaluate"] == 11
-    assert job_counts(out)["evaluate_repeat"] == 11 * 2
+    assert "evaluate_repeat" not in job_counts(out)  # CPU: one job per checkpoint
     diva = [b for b in jobs_of(out, "train") if "-diva-s0" in b]
     assert len(diva) == 4  # grpo/gspo x diva/vade-diva
     for block in diva:

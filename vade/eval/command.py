@@ -11,7 +11,9 @@ its own (replacing an earlier one), with the evaluation settings as params.
 MLflow is written first, so the DuckDB file (the rule's output) exists only after both.
 
 On a cluster each repeat is its own job (``--repeat I``: rows of that repeat only, no MLflow),
-and ``--merge`` joins the k files into the checkpoint's file (same schema) and logs MLflow.
+and ``--merge`` joins the k files into the checkpoint's file (same schema) and logs MLflow. On CPU
+(the demo) the workflow runs all k in one job (neither option): one process and one lmms-eval
+start-up per checkpoint, the same rows and MLflow metrics.
 Every evaluation job first prints its plan (``vade.eval.plan``) and refuses one that cannot
 finish inside ``--runtime-min``; ``--plan`` prints it alone.
 """

@@ -17,11 +17,14 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vade.models.config import ModelConfig
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vade.data.records import Example
 
 __all__ = ["DONE_FILE", "META_FILE", "build_base_model", "heldout_metrics", "resolve_model_path",
            "with_variants"]
@@ -113,9 +116,10 @@ def with_variants(examples: list, train_pos: np.ndarray, fraction: float, seed: 
 
 
 def build_base_model(cfg: ModelConfig, seed: int, out: str | Path,
-                     warmstart: str | Path | None = None, *, progress: bool = True
-                     ) -> dict[str, Any]:
-    """Build (tiny) or point to (pretrained) the base policy in ``out``; returns its metadata."""
+                     warmstart: str | Path | None = None, *, progress: bool = True,
+                     cache: str | Path | None = None) -> dict[str, Any]:
+    """Build (tiny) or point to (pretrained) the base policy in ``out``; returns its metadata.
+    ``cache``: a folder of earlier tiny builds by key (``vade.models.cache``), reused on a hit."""
     out = Path(out)
     meta: dict[str, Any] = {"kind": cfg.kind, "seed": int(seed), "config": cfg.to_dict()}
     if cfg.kind == "pretrained":
@@ -132,20 +136,32 @@ def build_base_model(cfg: ModelConfig, seed: int, out: str | Path,
         _write_folder(out, lambda d: _write_meta(d, meta))
         return meta
 
-    import torch
-
-    from vade.data.records import read_examples
-    from vade.models.tiny import build_tiny, corpus_from_examples
-    from vade.models.warmstart import split_heldout, warm_start
-
     if warmstart is None:
         raise ValueError("model.kind 'tiny' needs --warmstart data/<name>/warmstart.parquet")
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    from vade.data.records import read_examples
+
     examples = read_examples(warmstart)
     if len(examples) < 2:
         raise ValueError(f"{warmstart}: the warm-start split needs at least 2 rows, has "
                          f"{len(examples)}")
+    if cache is None:
+        return _build_tiny(cfg, seed, out, examples, meta, progress)
+    from vade.models.cache import build_key, cached
+
+    return cached(cache, build_key(cfg.to_dict(), int(seed), examples), out,
+                  (META_FILE, DONE_FILE), lambda: _build_tiny(cfg, seed, out, examples, meta,
+                                                              progress))
+
+
+def _build_tiny(cfg: ModelConfig, seed: int, out: Path, examples: list[Example],
+                meta: dict[str, Any], progress: bool) -> dict[str, Any]:
+    import torch
+
+    from vade.models.tiny import build_tiny, corpus_from_examples
+    from vade.models.warmstart import split_heldout, warm_start
+
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
     train_pos, eval_pos = split_heldout(len(examples), cfg.warm_start.eval_fraction, seed)
     if cfg.warm_start.variant_fraction > 0:
         examples = with_variants(examples, train_pos, cfg.warm_start.variant_fraction, seed)

@@ -23,6 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="output folder (results/<name>/models/base)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--cache", metavar="DIR",
+                        help="reuse a tiny build with the same config, seed, warm-start split "
+                             "and code from DIR, and keep new ones there (default: "
+                             "$VADE_MODEL_CACHE; neither: no cache)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args)
     cfg = model_config_from_section(section(config, "model"))
     seed = check_int("seed", config.get("seed", 0), 0, 2**32 - 1)
-    meta = build_base_model(cfg, seed, args.out, args.warmstart, progress=not args.no_progress)
+    meta = build_base_model(cfg, seed, args.out, args.warmstart, progress=not args.no_progress,
+                            cache=args.cache or os.environ.get("VADE_MODEL_CACHE") or None)
     summary = {k: v for k, v in meta.items() if k != "config"}
     print(json.dumps(summary, indent=2))
     return 0

@@ -125,20 +125,17 @@ class PromptInputs:
         return kw
 
     def _patch_rows(self) -> list[torch.Tensor]:
-        """Per prompt row, the indices of its rows in ``pixel_values``."""
+        """Per prompt row, the indices of its rows in ``pixel_values`` (a row's images, and so
+        its patches, are consecutive: one range per row, computed without a loop over images)."""
         import torch
 
         if self.image_grid_thw is None:
             return [torch.zeros(0, dtype=torch.long)] * len(self)
         per_image = self.image_grid_thw.prod(dim=1)
-        image_start = torch.cumsum(per_image, 0) - per_image
-        first_image = torch.cumsum(self.image_counts, 0) - self.image_counts
-        out = []
-        for row in range(len(self)):
-            imgs = range(int(first_image[row]), int(first_image[row] + self.image_counts[row]))
-            out.append(torch.cat([torch.arange(int(image_start[i]), int(image_start[i] + per_image[i]))
-                                  for i in imgs]) if len(imgs) else torch.zeros(0, dtype=torch.long))
-        return out
+        owner = torch.repeat_interleave(torch.arange(len(self)), self.image_counts)
+        per_row = torch.zeros(len(self), dtype=per_image.dtype).index_add_(0, owner, per_image)
+        ends = torch.cumsum(per_row, 0).tolist()
+        return [torch.arange(end - n, end) for end, n in zip(ends, per_row.tolist())]
 
     def select(self, rows: Sequence[int] | torch.Tensor) -> PromptInputs:
         """The given rows (any order, repeats allowed), all-padding left columns dropped."""

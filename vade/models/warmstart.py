@@ -71,7 +71,8 @@ def gold_response_prob(model: Any, processor: Any, examples: Sequence[Example],
     with torch.no_grad():
         for s in range(0, len(examples), batch_size):
             rows = torch.arange(s, min(s + batch_size, len(examples)))
-            lp = token_logprobs(model, prompts.select(rows), ids[rows], mask[rows])
+            lp = token_logprobs(model, prompts.select(rows), ids[rows], mask[rows],
+                                share_prompts=False)
             out.append(lp.sum(-1).exp())
     return torch.cat(out).numpy()
 
@@ -109,7 +110,8 @@ def warm_start(model: Any, processor: Any, examples: Sequence[Example], cfg: War
                 order, cursor = rng.permutation(n), 0
             rows = torch.as_tensor(order[cursor:cursor + batch])
             cursor += batch
-            lp = token_logprobs(model, prompts.select(rows), ids[rows], mask[rows])
+            lp = token_logprobs(model, prompts.select(rows), ids[rows], mask[rows],
+                                share_prompts=False)  # distinct prompts: nothing to share
             m = mask[rows].to(lp.dtype)
             loss = -(lp * m).sum() / m.sum()
             opt.zero_grad(set_to_none=True)

@@ -1,6 +1,10 @@
 # Stage 1b: the starting policy. Paper: a pretrained Instruct model (nothing to build). Tiny: a
 # Qwen2.5-VL-architecture model, tokenizer and processor built locally and warm-started with a short
-# supervised run on a split disjoint from training (the stand-in for an Instruct model).
+# supervised run on a split disjoint from training (the stand-in for an Instruct model). A build
+# with the same config, seed, warm-start rows and code is copied from the shared cache instead
+# (vade/models/cache.py): the tiny study reuses the demo's model. Set through the environment, so
+# that the cache's place reruns nothing.
+os.environ.setdefault("VADE_MODEL_CACHE", "results/.model-cache")
 
 
 rule build_model:

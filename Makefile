@@ -1,10 +1,10 @@
-# The two front-door commands (README "Quick start"):
+# The two front-door commands (README.md "Quick start"):
 #   make demo   install the locked CPU stack into .venv, then run the whole tiny pipeline with Snakemake
 #   make test   the same install, then the tests (docs/testing.md: the tiers and their times)
 #   make test-fast  the tests without the end-to-end and real-cluster groups (the everyday loop)
 # Every distribution comes from requirements/lock/venv.txt (`uv pip sync`: the venv holds exactly
-# the lock, nothing more); `make lock` regenerates the locks from the hand pins (README
-# "Installation notes").
+# the lock, nothing more); `make lock` regenerates the locks from the hand pins
+# (docs/installation.md).
 
 PYTHON ?= python3
 VENV   ?= .venv

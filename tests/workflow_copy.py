@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # What a clone holds when git is not there to say (pipeline outputs are never part of it).
-TOP_LEVEL = (".ci", "Makefile", "README.md", "Snakefile", "config", "envs", "pyproject.toml",
+TOP_LEVEL = (".ci", "Makefile", "README.md", "Snakefile", "config", "docs", "envs", "pyproject.toml",
              "requirements", "slurm", "tests", "vade", "workflow", "data/README.md",
              "reports/README.md")
 

@@ -27,7 +27,7 @@ __all__ = ["COLORS", "MIN_SCORE_SPAN", "VAL_ITEMS", "figure1", "figure3", "figur
 COLORS = {m.name: m.colour for m in METHODS.values()}
 _STYLES = ("-", "--", ":", "-.")
 DIVA = names_where(shaping="diva")  # drawn where run: each step pays for originals and variants
-PEERS = names_where(chooser="peer")  # Figure 4 draws them where run (README: "VADE against its peers")
+PEERS = names_where(chooser="peer")  # Figure 4 draws them where run (docs/methods.md)
 VAL_ITEMS = "val/n"      # metric: validation items behind each score (the band's n)
 MIN_SCORE_SPAN = 0.1     # smallest y range of a score panel (one tiny score's SE is ~0.04)
 _PNG_META = {"Software": None}  # no library version in the file: same inputs, same bytes

@@ -89,3 +89,14 @@ def smoke_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if error:
         pytest.fail(error)
     return workdir
+
+
+@pytest.fixture
+def paper(tmp_path: Path) -> dict:
+    """The paper config as shipped, with its asset cache in the test's temporary folder."""
+    import yaml
+
+    with open(ROOT / "config" / "config.yaml", encoding="utf-8") as f:
+        cfg = yaml.safe_load(f)
+    cfg["cluster"] = {"cache_dir": str(tmp_path / "cache")}
+    return cfg

@@ -16,18 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from vade.cluster import prefetch as prefetch_mod
 from vade.cluster.prefetch import PrefetchError
-
-
-@pytest.fixture
-def paper(tmp_path) -> dict:
-    with open("config/config.yaml", encoding="utf-8") as f:
-        cfg = yaml.safe_load(f)
-    cfg["cluster"] = {"cache_dir": str(tmp_path / "cache")}
-    return cfg
 
 
 def test_a_hub_failure_names_the_asset_and_local_assets(paper):

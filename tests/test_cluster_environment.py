@@ -15,14 +15,6 @@ from vade.cli import main
 from vade.cluster.config import job_env, near_miss_env, overridden
 
 
-@pytest.fixture
-def paper(tmp_path) -> dict:
-    with open("config/config.yaml", encoding="utf-8") as f:
-        cfg = yaml.safe_load(f)
-    cfg["cluster"] = {"cache_dir": str(tmp_path / "cache")}
-    return cfg
-
-
 def test_near_misses_are_named_and_real_names_are_not():
     env = {"MLFLOW_TRACKING_URL": "http://x", "MLFLOW_TRACKING_URI": "http://y",
            "HF_HUB_OFLINE": "1", "HF_HOME": "/h", "HF_ENDPOINT": "https://hub", "HOME": "/root",

@@ -88,14 +88,6 @@ def _fake_download(src: Path):
     return download, calls
 
 
-@pytest.fixture
-def paper(tmp_path) -> dict:
-    with open("config/config.yaml", encoding="utf-8") as f:
-        cfg = yaml.safe_load(f)
-    cfg["cluster"] = {"cache_dir": str(tmp_path / "cache")}
-    return cfg
-
-
 OFFLINE_LOADS = r"""
 import json, sys
 import datasets

@@ -33,8 +33,9 @@ def test_eight_jobs_log_concurrently_and_no_metric_is_lost(
         slurm_cluster: LocalSlurm, mlflow_http: Server, tmp_path: Path) -> None:
     from mlflow.tracking import MlflowClient
 
+    for sub in ("data", "slurm"):
+        (tmp_path / sub).mkdir()
     data = write_toy_data(tmp_path / "data")
-    (data.parent / "slurm").mkdir()
     runs = tmp_path / "runs"
     job = slurm_cluster.run(
         "sbatch", "--parsable", f"--array=0-{JOBS - 1}", "-p", "cpu", "--mem=400", "-c", "1",

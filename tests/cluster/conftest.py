@@ -9,6 +9,7 @@ skip is a failure instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 
@@ -30,20 +31,14 @@ def require(missing: list[str], install: str) -> None:
 @pytest.fixture(scope="session")
 def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[local_slurm.LocalSlurm]:
     require(local_slurm.missing_binaries(), local_slurm.INSTALL)
-    cluster = local_slurm.start(tmp_path_factory.mktemp("slurm"))
-    try:
+    with contextlib.closing(local_slurm.start(tmp_path_factory.mktemp("slurm"))) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(scope="session")
 def mlflow_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[mlflow_server.Server]:
-    server = mlflow_server.start(tmp_path_factory.mktemp("mlflow-server"))
-    try:
-        yield server
-    finally:
-        server.stop()
+    with contextlib.closing(mlflow_server.start(tmp_path_factory.mktemp("mlflow-server"))) as s:
+        yield s
 
 
 @pytest.fixture(scope="session")

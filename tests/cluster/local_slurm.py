@@ -35,7 +35,6 @@ INSTALL = "apt-get install -y slurmctld slurmd slurm-client munge"
 BINARIES = ("munged", "munge", "slurmctld", "slurmd", "sbatch", "srun", "squeue", "scontrol",
             "scancel")
 GPUS = 4
-PARTITIONS = ("cpu", "gpu")
 # Finished jobs stay in squeue and scontrol this long: the tests read a whole run's jobs after it
 # ends, and the plugin trusts squeue only above 3 x its first status interval.
 MIN_JOB_AGE_S = 3600
@@ -96,6 +95,10 @@ class LocalSlurm:
     def log_tail(self) -> str:
         """The daemons' last log lines, for a failure message."""
         return "\n".join(tail(self.root / "log" / f"{d}.log") for d in ("slurmctld", "slurmd"))
+
+    def close(self) -> None:
+        """``stop``, under the name ``contextlib.closing`` calls."""
+        self.stop()
 
     def stop(self) -> None:
         """SIGTERM each daemon by its pid file, slurmd first; then wait for them to leave."""

@@ -32,6 +32,10 @@ class Server:
     def uri(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def close(self) -> None:
+        """``stop``, under the name ``contextlib.closing`` calls."""
+        self.stop()
+
     def stop(self) -> None:
         """SIGTERM the server's process group (uvicorn and its workers), SIGKILL after 20 s."""
         if self.proc.poll() is None:

@@ -57,7 +57,7 @@ class Driver:
     """A driver process, started again when Ray's own start fails: Ray waits a fixed 30 s for
     its raylet to register, which a loaded machine can miss (nothing of the run has begun)."""
 
-    def __init__(self, root: Path, temp_dir: str, log: Path, starts: int = 3) -> None:
+    def __init__(self, root: Path, temp_dir: str, log: Path, starts: int = 5) -> None:
         self.args, self.log, self.starts = (root, temp_dir, log), log, starts
         self.proc = self._start()
 
@@ -100,11 +100,16 @@ def latest_checkpoint(out: Path) -> int:
 def attempts(tmp_path_factory: pytest.TempPathFactory) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from cpu_fit import WORDS, save_model_dir
+    from cpu_fit import WORDS
     from tiny_vlm import tiny_processor, write_train_parquet
+    from transformers import Qwen2_5_VLConfig
 
     root = tmp_path_factory.mktemp("verl-ray")
-    save_model_dir(tiny_processor(extra_words=WORDS), root / "model")
+    # the task runner loads tokenizer and processor from the model folder, as in production (the
+    # in-process CPU fit tests hand the processor over instead): the processor's files and a
+    # config.json that names the architecture; no weights (the worker is the stand-in)
+    tiny_processor(extra_words=WORDS).save_pretrained(str(root / "model"))
+    Qwen2_5_VLConfig().save_pretrained(str(root / "model"))
     (root / "data").mkdir()
     write_train_parquet(root / "data" / "train.parquet", N_TRAIN)
     write_train_parquet(root / "data" / "val.parquet", 4, first_index=100)
@@ -120,6 +125,9 @@ def attempts(tmp_path_factory: pytest.TempPathFactory) -> dict:
         deadline = time.monotonic() + 600
         while latest_checkpoint(out) < 2 and first.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
+        if latest_checkpoint(out) < 2:
+            pytest.fail("the first driver ended or stalled before its checkpoint of step 2:\n"
+                        + log.read_text()[-6000:])
         with contextlib.suppress(ProcessLookupError):
             os.killpg(first.proc.pid, signal.SIGKILL)
         first.proc.wait()

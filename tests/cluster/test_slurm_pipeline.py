@@ -44,7 +44,8 @@ def test_every_job_went_through_sbatch_with_its_partition_and_gres(
     submitted = dict(SUBMITTED.findall(smoke_runs.log))  # Snakemake job id -> SLURM job id
     jobs = scheduled(subprocess.CompletedProcess([], 0, smoke_runs.log, ""))
     expected = sum(n for rule, n in jobs.items() if rule != "all")  # `all` has no command
-    assert expected >= 11 and len(submitted) == expected, (jobs, submitted)
+    # data, model, difficulty, 2 trainings, 3 evaluation repeats (2 runs + base), 3 merges, report
+    assert expected == 12 and len(submitted) == expected, (jobs, submitted)
     seen: dict[str, int] = {}
     for slurm_id in submitted.values():
         job = slurm_cluster.job(slurm_id)

@@ -9,8 +9,9 @@ policy), the worker a Ray actor like the one it replaces. The driver is
 ``tests/fixtures/verl/ray_driver.py``.
 
 The numbers: 10 training prompts, batch 4, n = 3, 6 steps, checkpoints every 2 steps. The first
-driver is killed (SIGKILL to its process group: the driver, its Ray and every actor) once the
-checkpoint of step 2 is recorded; a second driver resumes from it and finishes.
+driver's run is held in step 3's generation (after the checkpoint of step 2) and killed there
+(SIGKILL to its process group: the driver, its Ray and every actor); a second driver resumes
+from the checkpoint of step 2 and finishes.
 """
 
 from __future__ import annotations
@@ -38,15 +39,17 @@ pytest.importorskip("ray")
 FIXTURES = ROOT / "tests" / "fixtures" / "verl"
 sys.path.insert(0, str(FIXTURES))
 N_TRAIN, G, STEPS = 10, 3, 6
+HOLD_AT = 3   # the first driver's run stops in step 3's generation and is killed there
 
 
-def driver(root: Path, temp_dir: str, log: Path) -> subprocess.Popen:
-    """A driver in its own session (so that killing it takes its whole local Ray along)."""
+def driver(root: Path, temp_dir: str, log: Path, hold_at: int) -> subprocess.Popen:
+    """A driver in its own session (so that killing it takes its whole local Ray along); with
+    ``hold_at`` its run stops in that step's generation (ray_workers.CpuAgentLoopManager)."""
     env = {k: v for k, v in os.environ.items() if k not in ("VADE_RAY_PROBE",
                                                             "VERL_FILE_LOGGER_PATH")}
     env.update(HF_HUB_OFFLINE="1", WANDB_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
     return subprocess.Popen([sys.executable, str(FIXTURES / "ray_driver.py"), str(root), "run",
-                             temp_dir], stdout=log.open("a"), stderr=subprocess.STDOUT,
+                             temp_dir, str(hold_at)], stdout=log.open("a"), stderr=subprocess.STDOUT,
                             env=env, start_new_session=True)
 
 
@@ -57,8 +60,9 @@ class Driver:
     """A driver process, started again when Ray's own start fails: Ray waits a fixed 30 s for
     its raylet to register, which a loaded machine can miss (nothing of the run has begun)."""
 
-    def __init__(self, root: Path, temp_dir: str, log: Path, starts: int = 5) -> None:
-        self.args, self.log, self.starts = (root, temp_dir, log), log, starts
+    def __init__(self, root: Path, temp_dir: str, log: Path, hold_at: int = 0,
+                 starts: int = 5) -> None:
+        self.args, self.log, self.starts = (root, temp_dir, log, hold_at), log, starts
         self.proc = self._start()
 
     def _start(self) -> subprocess.Popen:
@@ -121,12 +125,13 @@ def attempts(tmp_path_factory: pytest.TempPathFactory) -> dict:
     t0 = time.monotonic()
     first = second = None
     try:
-        first = Driver(root, temp_dir, log)
+        first = Driver(root, temp_dir, log, hold_at=HOLD_AT)
+        held = out / f"held-at-step-{HOLD_AT}"
         deadline = time.monotonic() + 600
-        while latest_checkpoint(out) < 2 and first.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if latest_checkpoint(out) < 2:
-            pytest.fail("the first driver ended or stalled before its checkpoint of step 2:\n"
+        while not held.exists() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if not held.exists():
+            pytest.fail(f"the first driver ended or stalled before step {HOLD_AT}:\n"
                         + log.read_text()[-6000:])
         with contextlib.suppress(ProcessLookupError):
             os.killpg(first.proc.pid, signal.SIGKILL)

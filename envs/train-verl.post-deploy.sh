@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Run by Snakemake after it creates envs/train-verl.yaml (inside that env). Needs network once.
 set -euo pipefail
-# flash-attn compiles against the torch already in the env (no build isolation).
-python -m pip install --no-build-isolation "flash-attn==2.8.3"
+# Attention runs on PyTorch's SDPA kernels by default (train.verl.attention: sdpa), so nothing
+# here needs a compiler. flash-attn 2.8.3 has no wheel for torch 2.9 on PyPI and builds from
+# source (nvcc and an hour of CPU): only with VADE_FLASH_ATTN=1 in the environment that creates
+# this env, for train.verl.attention: flash_attention_2 (`vade preflight` says which is active).
+if [ "${VADE_FLASH_ATTN:-0}" = "1" ]; then
+    python -m pip install --no-build-isolation "flash-attn==2.8.3"
+fi
 # verl-recipe's DAPO trainer at the commit that imports with verl 0.7.1 (keep in sync with
 # vade/train/verl/recipe.py: RECIPE_COMMIT), checked out as the namespace package `recipe`.
 dest="${CONDA_PREFIX}/verl-recipe/recipe"

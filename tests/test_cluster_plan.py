@@ -38,19 +38,32 @@ def test_paper_split_rows_follow_the_stratified_split(paper):
 def test_paper_bill_by_hand(paper):
     bill = make_bill(paper)
     rows = 9471 - 948
-    # initial rollouts: rows x 8 x 2048 tokens at 4000 tokens/s + 20 min, on 4 GPUs, two models
-    diff_h = (rows * 8 * 2048 / 4000 / 60 + 20) / 60
+    # initial rollouts: rows x 8 x 2048 tokens at 4000 tokens/s (4 engines on the 4 GPUs), in
+    # ceil(8523 / (4096 // 8)) = 17 chunks of 0.57 h; 8 h - 20 min holds 13 of them, so two
+    # submissions, each paying the 20 min overhead
+    diff_work = rows * 8 * 2048 / 4000 / 3600
+    chunk = diff_work / 17
+    assert int((8 - 1 / 3) / chunk) == 13
+    diff_h = diff_work + 2 * 20 / 60
     assert bill.stage_total("initial rollouts") == pytest.approx(2 * 4 * diff_h)
     # training, vanilla GRPO: 240 steps x 512 x 8 responses of 2048 tokens generated,
     # (1024 + 2048) tokens each updated at 8000/s, validation 1 + 24 passes x 948 x 2048 tokens
     gen = 240 * 512 * 8 * 2048
     upd = 240 * 512 * 8 * (1024 + 2048)
     val = 25 * 948 * 2048
-    vanilla_h = ((gen + val) / 4000 / 60 + upd / 8000 / 60 + 20) / 60
-    dapo_h = ((3 * gen + val) / 4000 / 60 + upd / 8000 / 60 + 20) / 60
+    vanilla_work = ((gen + val) / 4000 / 60 + upd / 8000 / 60) / 60
+    dapo_work = ((3 * gen + val) / 4000 / 60 + upd / 8000 / 60) / 60
+    # steps per 48 h submission: it stops after step j once 47 h 40 min - j x step < 1.5 steps
+    # vanilla: 1.033 h steps -> 45 steps, 6 submissions; DAPO: 2.199 h (131.9 min) -> 21, 12
+    assert (round(vanilla_work / 240, 3), round(dapo_work / 240 * 60, 1)) == (1.033, 131.9)
+    vanilla_h = vanilla_work + 6 / 3
+    dapo_h = dapo_work + 12 / 3
     lines = {x.what: x for x in bill.lines if x.stage == "training"}
     assert lines["qwen2.5-vl-7b-grpo-vanilla-s0"].hours == pytest.approx(vanilla_h)
+    assert lines["qwen2.5-vl-7b-grpo-vanilla-s0"].submissions == 6
     assert lines["qwen2.5-vl-3b-gspo-dapo-s0"].hours == pytest.approx(dapo_h)
+    assert lines["qwen2.5-vl-3b-gspo-dapo-s0"].submissions == 12
+    assert "21 of 240 steps per submission" in lines["qwen2.5-vl-3b-gspo-dapo-s0"].note
     assert len(lines) == 15
     assert bill.stage_total("training") == pytest.approx(4 * (11 * vanilla_h + 4 * dapo_h))
     # evaluation: 17 checkpoints x 4 repeats x 211.59 min x 4 GPUs (vade evaluate --plan); 9,761
@@ -61,6 +74,7 @@ def test_paper_bill_by_hand(paper):
     assert bill.total == pytest.approx(bill.stage_total("initial rollouts")
                                        + bill.stage_total("training")
                                        + bill.stage_total("evaluation"))
+    assert bill.warnings == ()   # the shipped layout fits and leaves no GPU idle
 
 
 def test_bill_names_each_assumption_with_its_source(paper, capsys):
@@ -69,7 +83,8 @@ def test_bill_names_each_assumption_with_its_source(paper, capsys):
     assert "cluster.plan.rollout_tokens_per_s = 4000: default, assumed" in out
     assert "(set cluster.plan.rollout_tokens_per_s)" in out
     assert "train rows = 8,523: data.paper.tasks split by data.val_fraction" in out
-    assert "15 training job(s) may exceed resources.train.runtime (48 h)" in out
+    assert "15 training job(s) exceed resources.train.runtime (48 h) in the worst case: up to " \
+           "12 submissions each" in out
     mine = copy.deepcopy(paper)
     mine["cluster"] = {"plan": {"rollout_tokens_per_s": 8000}}
     text = make_bill(mine).text()
@@ -94,7 +109,17 @@ def test_tiny_config_bills_no_gpu_hours():
     ({"resources": {"train": {"gpu": 2}}}, "resources.train.gpu = 2 but "
                                            "train.verl.n_gpus_per_node = 4"),
     ({"resources": {"difficulty": {"gpu": 0}}}, "resources.difficulty.gpu = 0 but "
-                                                "difficulty.engine = 1"),
+                                                "difficulty.tensor_parallel_size = 1"),
+    ({"resources": {"difficulty": {"gpu": 3}}, "difficulty": {"tensor_parallel_size": 2}},
+     "resources.difficulty.gpu = 3 is not a multiple of difficulty.tensor_parallel_size = 2"),
+    # 64 attention heads (Qwen2.5-72B-Instruct's config.json) do not split over 3 GPUs
+    ({"evaluate": {"judge": {"tensor_parallel_size": 3}}},
+     "evaluate.judge.tensor_parallel_size = 3 does not divide Qwen2.5-72B-Instruct's 64 "
+     "attention heads"),
+    # 28 heads (Qwen2.5-VL-7B) do not split over 8 GPUs
+    ({"train": {"verl": {"tensor_model_parallel_size": 8, "n_gpus_per_node": 8}},
+      "resources": {"train": {"gpu": 8}}},
+     "train.verl.tensor_model_parallel_size = 8 does not divide Qwen2.5-VL-7B-Instruct's 28"),
     ({"cluster": {"plann": {}}}, "unknown key 'cluster.plann'"),
 ])
 def test_gpu_layout_below_tensor_parallel_is_refused_naming_the_keys(paper, edit, key):
@@ -107,6 +132,44 @@ def test_gpu_layout_below_tensor_parallel_is_refused_naming_the_keys(paper, edit
         check_gpu_resources(cfg)
         make_bill(cfg)
     assert key in str(err.value)
+
+
+def test_idle_gpus_are_billed_with_a_warning(paper):
+    cfg = copy.deepcopy(paper)
+    cfg["resources"]["evaluate"]["gpu"] = 6     # both engines are TP 4: 2 GPUs idle
+    bill = make_bill(cfg)
+    ev = [x for x in bill.lines if x.stage == "evaluation"][0]
+    idle = ev.jobs * ev.hours * 2               # 68 jobs x 3.53 h x 2 GPUs
+    assert ev.gpus == 6
+    assert any(w.startswith("resources.evaluate.gpu asks for 2 GPU(s) no engine uses") and
+               f"{idle:.1f} GPU-h idle" in w for w in bill.warnings)
+
+
+def test_evaluation_jobs_over_runtime_are_counted_as_jobs(paper):
+    cfg = copy.deepcopy(paper)
+    cfg["resources"]["evaluate"]["runtime"] = 60    # 3.5 h jobs in 1 h: all 68 of them
+    cfg["evaluate"]["plan"] = {"tokens_per_s": 2000}
+    from vade.cluster.bill import Line, _over_runtime
+
+    lines = [Line("evaluation", "x", 68, 3.5, 4, 1.0)]
+    assert _over_runtime("evaluation", lines)[0].startswith(
+        "  ! 68 evaluation job(s) may exceed resources.evaluate.runtime (1 h)")
+
+
+def test_a_step_longer_than_a_submission_is_named(paper):
+    cfg = copy.deepcopy(paper)
+    cfg["resources"]["train"]["runtime"] = 120   # 2 h jobs; a DAPO step takes up to 2.2 h
+    text = make_bill(cfg).text()
+    assert "cannot finish: one step takes up to 2.2 h and needs 1.5x that before " \
+           "resources.train.runtime (2 h): raise it" in text
+
+
+def test_memory_of_table4_micro_batches_is_refused_in_the_bill(paper):
+    cfg = copy.deepcopy(paper)
+    cfg["train"].pop("verl")                      # Table 4: 16 sequences per GPU
+    warnings = make_bill(cfg).warnings
+    assert "training memory of qwen2.5-vl-7b: update needs 174.9 GiB per GPU of 79: set " \
+           "train.verl.ppo_micro_batch_size_per_gpu <= 5" in " ".join(warnings)
 
 
 def test_checkpoint_disk_from_the_model_size(paper):
@@ -137,6 +200,15 @@ def test_dry_runs_print_the_bill_and_refuse_a_short_gpu_layout(tmp_path, paper):
     assert proc.returncode != 0
     assert "resources.evaluate.gpu = 2 but evaluate.policy.tensor_parallel_size = 4" in (
         proc.stdout + proc.stderr)
+    # a NaN lr passes the schema; the bill's arithmetic names the key, with no traceback
+    bad = copy.deepcopy(paper)
+    bad["train"]["lr"] = float("nan")
+    path.write_text(yaml.safe_dump(bad))
+    proc = subprocess.run([str(SNAKEMAKE), "-n", "--configfile", str(path)], cwd=repo,
+                          capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "config train.lr must be a number, got nan" in out
+    assert "bill.py" not in out and "Traceback" not in out
 
 
 @pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed")

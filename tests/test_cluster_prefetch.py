@@ -52,7 +52,7 @@ def _write_hub(src: Path, config: dict) -> None:
         for name in asset.configs:
             folder = name or "data"
             (root / folder).mkdir(parents=True, exist_ok=True)
-            split = "train" if "data" in asset.stages else "testmini"
+            split = "testmini" if "evaluate" in asset.stages else "train"  # benchmarks: both
             pq.write_table(_table(f"{asset.id}/{name}"),
                            root / folder / f"{split}-00000-of-00001.parquet")
             path = json.dumps(f"{folder}/{split}-*")
@@ -71,12 +71,16 @@ def _fake_download(src: Path):
         calls.append(repo_id)
         repo = Path(cache_dir) / f"{repo_type}s--{repo_id.replace('/', '--')}"
         snap = repo / "snapshots" / FAKE_COMMIT
+        (repo / "blobs").mkdir(parents=True, exist_ok=True)
         for f in sorted((src / repo_id).rglob("*")):
             rel = f.relative_to(src / repo_id).as_posix()
             if f.is_file() and (allow_patterns is None
                                 or any(fnmatch.fnmatch(rel, p) for p in allow_patterns)):
+                # the hub cache's layout: content in blobs/<sha256>, a relative link per file
+                blob = repo / "blobs" / hashlib.sha256(f.read_bytes()).hexdigest()
+                shutil.copy(f, blob)
                 (snap / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy(f, snap / rel)
+                (snap / rel).symlink_to(os.path.relpath(blob, (snap / rel).parent))
         (repo / "refs").mkdir(parents=True, exist_ok=True)
         (repo / "refs" / revision).write_text(FAKE_COMMIT)
         return str(snap)
@@ -144,8 +148,9 @@ def test_prefetch_then_offline_loads_without_token_then_preflight(paper, tmp_pat
     judge = by_id["Qwen/Qwen2.5-72B-Instruct"]
     weights = src / "Qwen/Qwen2.5-72B-Instruct/model.safetensors"
     rec = next(f for f in judge["files"] if f["path"] == "model.safetensors")
+    # listed by huggingface_hub.scan_cache_dir: the blob's name is the content's sha256
     assert rec == {"path": "model.safetensors", "bytes": 32,
-                   "sha256": hashlib.sha256(weights.read_bytes()).hexdigest()}
+                   "blob": hashlib.sha256(weights.read_bytes()).hexdigest()}
     assert judge["commit"] == FAKE_COMMIT and judge["stages"] == ["evaluate"]
     # only the configs the paper uses were fetched from LLaVA-OneVision
     ov = by_id["lmms-lab/LLaVA-OneVision-Data"]

@@ -65,8 +65,11 @@ def test_an_import_that_fails_is_reported_not_raised(tmp_path):
 
 
 def test_the_paper_stages_import_what_they_run(paper):
-    assert {d for _, d in stage_packages(paper, "train")} >= {"verl", "vllm", "ray",
-                                                              "flash-attn", "torch"}
+    assert {d for _, d in stage_packages(paper, "train")} >= {"verl", "vllm", "ray", "torch"}
+    # SDPA by default: flash-attn (a source build) is needed only when asked for
+    assert "flash-attn" not in {d for _, d in stage_packages(paper, "train")}
+    flash = {**paper, "train": {**paper["train"], "verl": {"attention": "flash_attention_2"}}}
+    assert ("flash_attn", "flash-attn") in stage_packages(flash, "train")
     assert ("lmms_eval.evaluator", "lmms-eval") in stage_packages(paper, "evaluate")
     assert ("vllm", "vllm") in stage_packages(paper, "difficulty")
 
@@ -141,3 +144,33 @@ def test_cli_exits_nonzero_naming_each_problem(paper, tmp_path, capsys, monkeypa
     assert "nothing was loaded" in out
     if not probe_gpus():
         assert "FAIL gpus: no GPU visible" in out
+
+
+def test_judge_context_and_kv_room_by_hand(paper):
+    from vade.eval.config import JudgeConfig
+    from vade.eval.judge import serve_command
+
+    checks = {c.name: c for c in check_gpus(paper, "evaluate", [79.2] * 4, 4)}
+    kv = checks["evaluate.judge KV cache"]
+    # 0.55 x 79.2 GiB share - 72e9 x 2 B / 4 GPUs of weights - 2 GiB reserve, over K and V of
+    # 80 layers x 8 KV heads x 128 dims x 2 B / TP 4 = 81,920 B per token
+    free = 0.55 * 79.2 - 72e9 * 2 / 4 / 2**30 - 2.0
+    tokens = int(free * 2**30 // 81920)
+    assert kv.ok and f"{tokens} tokens of KV (80 KiB each at TP 4)" in kv.detail
+    assert f"{tokens // 8192} request(s) of 8192 at once" in kv.detail
+    tight = copy.deepcopy(paper)
+    tight["evaluate"]["judge"]["gpu_memory_utilization"] = 0.45   # 35.6 GiB: 0 GiB of KV
+    kv = {c.name: c for c in check_gpus(tight, "evaluate", [79.2] * 4, 4)}[
+        "evaluate.judge KV cache"]
+    assert not kv.ok and "raise evaluate.judge.gpu_memory_utilization" in kv.line()
+    # a 6000-token response no longer fits the judge's 8192-token context (6000 + 3072 + 256)
+    long = copy.deepcopy(paper)
+    long["evaluate"]["max_new_tokens"] = 6000
+    ctx = {c.name: c for c in check_gpus(long, "evaluate", [79.2] * 4, 4)}[
+        "evaluate.judge context"]
+    assert not ctx.ok and "needs up to 9328 tokens" in ctx.detail
+    cmd = serve_command(JudgeConfig.from_dict({"mode": "serve", "port": 8000}))
+    assert cmd[cmd.index("--max-model-len") + 1] == "8192"
+    own = serve_command(JudgeConfig.from_dict({"mode": "serve", "port": 8000,
+                                               "extra_args": ["--max-model-len=16384"]}))
+    assert own.count("--max-model-len=16384") == 1 and "--max-model-len" not in own

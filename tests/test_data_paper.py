@@ -57,15 +57,19 @@ def test_counts_split_and_manifest(built):
     assert manifest["counts"]["val"] == {t: 1 for t in TASKS}
     assert manifest["total_rows"] == 55
     # ScienceQA's text-only row is outside the task; filtered (not invalid) when visited
-    assert manifest["filtered_by_task"] == {"scienceqa": {"no_image": 1}}
-    assert manifest["invalid"] == {}
+    assert manifest["sources"]["scienceqa"]["parse"]["filtered"] in ({}, {"no_image": 1})
+    assert manifest["invalid"] == {} and manifest["shortfall"] == {}
     saved = json.loads((out / "manifest.json").read_text())
     assert saved["files"]["train.parquet"]["rows"] == 44
     import hashlib
     assert saved["files"]["val.parquet"]["sha256"] == hashlib.sha256(
         (out / "val.parquet").read_bytes()).hexdigest()
-    assert saved["sources"]["geo3k"]["origin"] == "local_dir"
-    assert saved["sources"]["geo3k"]["revision"].startswith("sha256:")
+    geo = saved["sources"]["geo3k"]
+    assert geo["origin"] == "local_dir" and geo["content"].startswith("sha256:")
+    assert geo["commit"] is None and geo["pinned"] is None  # a copy with no hub metadata
+    assert (geo["requested"], geo["taken"], geo["excluded_overlap"], geo["dropped_invalid"]) == (
+        5, 5, 0, 0)
+    assert json.loads((out / "exclusion_keys.json").read_text())["questions"] == {}
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temp dirs left
 
 
@@ -138,14 +142,22 @@ def test_overlap_exclusion_by_image_and_question(local, tmp_path):
     excl = tmp_path / "bench.json"
     write_exclusion_list(excl, images=[buf.getvalue()],
                          questions=["SUBTRACT all 1 red balls -- how many objects are left"])
-    cfg = _cfg(local, {"figureqa": 6, "clevr_math": 6}, exclude=[str(excl)], allow_short=True)
+    # the fixture's pictures are one bar on a flat colour, some only 16 dHash bits apart: a
+    # tighter distance than the default keeps them distinct (real pictures: test_data_overlap)
+    cfg = _cfg(local, {"figureqa": 6, "clevr_math": 6}, exclude=[str(excl)],
+               overlap_max_distance=4)
     m = build_paper(cfg, tmp_path / "out", progress=False)
     uids = {e.uid for s in ("train", "val") for e in read_examples(tmp_path / "out" / f"{s}.parquet")}
     assert "figureqa:figureqa_0" not in uids and "clevr_math:clevr_math_1" not in uids
     assert len(uids) == 10
     assert m["excluded_overlap"] == {"figureqa": {"image": 1}, "clevr_math": {"question": 1}}
+    # each task is one row short: taken as it is, and said so
+    assert m["shortfall"] == {t: {"requested": 6, "taken": 5, "short": 1}
+                              for t in ("figureqa", "clevr_math")}
+    assert m["sources"]["figureqa"]["overlap"]["by_benchmark"] == {"bench.json": 1}
     # 'both' needs image AND question: neither row matches both, nothing is excluded
-    cfg = _cfg(local, {"figureqa": 6, "clevr_math": 6}, exclude=[str(excl)], overlap_match="both")
+    cfg = _cfg(local, {"figureqa": 6, "clevr_math": 6}, exclude=[str(excl)], overlap_match="both",
+               overlap_max_distance=4)
     assert build_paper(cfg, tmp_path / "out2", progress=False)["excluded_overlap"] == {}
 
 
@@ -159,32 +171,39 @@ def _bad_source(root: Path) -> None:
     fx.write_llava(root, "geo3k", rows)
 
 
-def test_invalid_rows_fail_naming_source_row_and_reason(tmp_path):
+def test_low_parse_rate_refuses_the_source_with_examples(tmp_path):
     _bad_source(tmp_path / "hf")
     out = tmp_path / "out"
-    cfg = _cfg(tmp_path / "hf", {"geo3k": 3}, allow_short=True)
+    cfg = _cfg(tmp_path / "hf", {"geo3k": 8})   # visits all 8 rows; 3 parse: 37.5% < 90%
     with pytest.raises(ValueError) as err:
         build_paper(cfg, out, progress=False)
     msg = str(err.value)
-    assert msg.startswith("lmms-lab/LLaVA-OneVision-Data[geo3k]/train row geo3k_")
-    assert any(r in msg for r in ("corrupt_image", "empty_question", "no_answer",
-                                  "duplicate_id", "missing_image"))
-    assert "--skip-invalid" in msg
+    assert "lmms-lab/LLaVA-OneVision-Data[geo3k]/train (task geo3k) parses 37.5% of 8" in msg
+    assert "below data.paper.min_parse_rate 90%" in msg
+    for reason in ("corrupt_image", "empty_question", "no_answer", "duplicate_id",
+                   "missing_image"):
+        assert f"{reason} x1: geo3k_" in msg
     assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
-def test_skip_invalid_counts_each_reason(tmp_path):
+def test_invalid_rows_are_dropped_and_counted(tmp_path):
     _bad_source(tmp_path / "hf")
-    cfg = _cfg(tmp_path / "hf", {"geo3k": 8}, allow_short=True)  # visit every row
-    m = build_paper(cfg, tmp_path / "out", skip_invalid=True, progress=False)
+    cfg = _cfg(tmp_path / "hf", {"geo3k": 8}, min_parse_rate=0.3)  # visit every row
+    m = build_paper(cfg, tmp_path / "out", progress=False)
     assert m["invalid"] == {"corrupt_image": 1, "duplicate_id": 1, "empty_question": 1,
                             "missing_image": 1, "no_answer": 1}
-    assert m["invalid_by_task"] == {"geo3k": m["invalid"]}
-    assert m["total_rows"] == 3 and m["sources"]["geo3k"]["used"] == 3
-    # too few usable rows without allow_short: an error naming the config key
+    geo = m["sources"]["geo3k"]
+    assert geo["parse"]["invalid"] == m["invalid"] and geo["dropped_invalid"] == 5
+    assert geo["parse"]["parse_rate"] == 0.375 and geo["parse"]["visited"] == 8
+    assert m["total_rows"] == 3 and geo["taken"] == 3
+    assert m["shortfall"] == {"geo3k": {"requested": 8, "taken": 3, "short": 5}}
+    # --skip-invalid accepts any parse rate
+    assert build_paper(_cfg(tmp_path / "hf", {"geo3k": 8}), tmp_path / "o1", skip_invalid=True,
+                       progress=False)["total_rows"] == 3
+    # shortfall: fail -> an error naming the config key
     with pytest.raises(ValueError, match=r"data\.paper\.tasks\.geo3k asks for 8 rows"):
-        build_paper(_cfg(tmp_path / "hf", {"geo3k": 8}), tmp_path / "o2", skip_invalid=True,
-                    progress=False)
+        build_paper(_cfg(tmp_path / "hf", {"geo3k": 8}, shortfall="fail"), tmp_path / "o2",
+                    skip_invalid=True, progress=False)
 
 
 def test_failed_build_keeps_previous_output(local, tmp_path):

@@ -198,7 +198,8 @@ def test_paper_judge_command_and_environment():
     opts = dict(zip(cmd[3::2], cmd[4::2]))
     assert opts == {"--model": "Qwen/Qwen2.5-72B-Instruct", "--served-model-name": a.served_name,
                     "--host": "127.0.0.1", "--port": str(a.port),
-                    "--tensor-parallel-size": "4", "--gpu-memory-utilization": "0.55"}
+                    "--tensor-parallel-size": "4", "--gpu-memory-utilization": "0.55",
+                    "--max-model-len": "8192"}   # vade.eval.judge.JUDGE_MAX_MODEL_LEN
     # judge 0.55 + policy 0.35 of each 80 GB GPU: 72 GB, leaving room for CUDA contexts
     assert cfg.judge.gpu_memory_utilization + cfg.policy.gpu_memory_utilization <= 0.95
     assert judge_env(a, {}) == {"API_TYPE": "openai", "OPENAI_API_KEY": "EMPTY",

@@ -39,6 +39,15 @@ def test_blocks_expand_in_order_once_each_with_their_steps():
     assert expected_runs(cfg) == (*[c.run_id for c in got], "tiny-base")
 
 
+def test_a_block_may_give_its_runs_more_seeds():
+    cfg = _config({"models": ["tiny"], "algorithms": ["grpo"], "methods": ["dapo"]},
+                  {"models": ["tiny"], "algorithms": ["grpo"], "methods": ["vade"],
+                   "seeds": [0, 1, 2]})
+    assert [c.run_id for c in cells(cfg)] == [
+        "tiny-grpo-dapo-s0", "tiny-grpo-dapo-s1",
+        "tiny-grpo-vade-s0", "tiny-grpo-vade-s1", "tiny-grpo-vade-s2"]
+
+
 def test_a_run_in_two_blocks_with_different_steps_is_refused_naming_both():
     cfg = _config({"models": ["tiny"], "algorithms": ["grpo"], "methods": ["vade"],
                    "steps": 300},

@@ -31,22 +31,35 @@ def test_rows_by_hand():
         "last-update": (("sampler",), True),
         "diva": (("diva",), True),
         "vade-diva": (("sampler", "diva"), True),
-        # peers read sampler.snapshot_every; MMR1's first scores and SEC's categories come
-        # from the initial difficulty rollouts
+        # peers read sampler.snapshot_every; published GRESO runs under DAPO's filter and cap;
+        # MMR1's first scores, MoPPS's optional prior and the pass-rate SEC variant come from the
+        # initial difficulty rollouts; published SEC reads the data's labels, not rollouts
         "mopps": (("sampler",), False),
-        "greso": (("sampler",), False),
+        "greso": (("sampler", "dapo"), False),
         "mmr1": (("sampler",), True),
-        "sec": (("sampler",), True),
+        "sec": (("sampler",), False),
+        "mopps-prior": (("sampler",), True),
+        "greso-skip": (("sampler",), False),
+        "sec-passrate": (("sampler",), True),
     }
     assert set(expect) == set(methods.NAMES)
     for name, (sections, difficulty) in expect.items():
         row = methods.get(name)
         assert row.config_sections == sections, name
         assert row.needs_difficulty is difficulty, name
-    assert methods.names_where(table="ablation") == ("symmetric", "greedy", "last-update")
+    assert methods.names_where(table="ablation") == ("symmetric", "greedy", "last-update",
+                                                     "mopps-prior", "greso-skip", "sec-passrate")
     assert methods.names_where(shaping=None) == ("vanilla", "vade", "symmetric", "greedy",
-                                                 "last-update", "mopps", "greso", "mmr1", "sec")
-    assert methods.names_where(chooser="peer") == ("mopps", "greso", "mmr1", "sec")
+                                                 "last-update", "mopps", "mmr1", "sec",
+                                                 "mopps-prior", "greso-skip", "sec-passrate")
+    assert methods.names_where(chooser="peer") == ("mopps", "greso", "mmr1", "sec",
+                                                   "mopps-prior", "greso-skip", "sec-passrate")
+    assert methods.names_where(filters=True) == ("dapo", "greso")
+    assert methods.names_where(reads_labels=True) == ("sec",)
+    # a peer under the filter draws with its own rule; DAPO draws uniform epochs
+    assert methods.get("greso").sampler_name == "greso"
+    assert methods.get("dapo").sampler_name == "vanilla"
+    assert all(methods.get(m).published for m in methods.names_where(chooser="peer"))
     assert dict(methods.get("greedy").vade_options) == {"exploration": "greedy"}
 
 
@@ -63,6 +76,10 @@ def test_unknown_name_and_bad_rows_are_refused():
         methods.Method("x", "uniform", "x", "k", "main", vade_options={"decay": "none"})
     with pytest.raises(ValueError, match="shaping 'filter'"):
         methods.Method("x", "vade", "x", "k", "main", shaping="filter")
+    with pytest.raises(ValueError, match="a peer chooser takes no shaping but dapo"):
+        methods.Method("x", "peer", "x", "k", "main", shaping="diva")
+    with pytest.raises(ValueError, match="reads_labels is for chooser 'peer'"):
+        methods.Method("x", "uniform", "x", "k", "main", reads_labels=True)
 
 
 def test_readers_follow_the_table():

@@ -375,17 +375,21 @@ def test_initial_difficulty_rollouts_on_the_cost_axis(fixture_dirs, tmp_path):
     assert row[7:11] == ["128", "0.333", "448", "1.167"]
     inputs = collect(runs=[fixture_dirs / "runs"], evals=[], expected=[],
                      metric_names=["val/acc"], difficulty=[diff])
-    for initial, vade_x0 in ((False, 32.0), (True, 352.0)):
+    for axis, vade_x0 in (("generated", 32.0), ("all", 352.0)):
         fig, ax = plt.subplots()
         _panel(ax, inputs, "tiny", "grpo", ("dapo", "vade"), "val/acc", "rollouts", "v",
-               score=False, initial=initial)
+               score=False, cost_axis=axis)
         # vade has two seeds here, so each method is drawn as its mean over seeds
         first = {line.get_label().split()[0]: line.get_xdata()[0] for line in ax.lines
                  if not line.get_label().startswith("_")}
         plt.close(fig)
         assert first["dapo"] == 96.0 and first["vade"] == vade_x0
-    with pytest.raises(ValueError, match="initial_rollouts_on_cost_axis"):
-        ReportConfig.from_dict({"initial_rollouts_on_cost_axis": "yes"})
+    with pytest.raises(ValueError, match="report.cost_axis must be one of all, generated"):
+        ReportConfig.from_dict({"cost_axis": "yes"})
+    with pytest.raises(ValueError, match="plateau_checks"):
+        ReportConfig.from_dict({"plateau_checks": [300, 0]})
+    assert ReportConfig.from_dict({"plateau_checks": [600, 300]}).plateau_checks == (300, 600)
+    assert ReportConfig().cost_axis == "all"
 
 
 def test_table1_has_diva_rows_when_diva_runs_exist(tmp_path):

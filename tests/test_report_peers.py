@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from vade.report.collect import Curve, Inputs, RunInfo, parse_run_id
-from vade.report.peers import at_step, peer_statistics, plateau
+from vade.report.peers import at_cost, at_step, peer_statistics, plateau, plateau_by
 
 STEPS = np.array([0, 10, 20, 30, 40, 50, 60])
 
@@ -78,14 +78,47 @@ def test_vade_vs_each_peer_paired_at_equal_steps():
 
     own = re.search(r"DAPO's own: ([0-9.]+) \[", text)
     assert own and float(own.group(1)) == pytest.approx(0.4375, abs=6e-4)
-    row = next(line for line in text.splitlines() if line.startswith("| mopps"))
+    row = next(line for line in text.splitlines() if line.startswith("| mopps "))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "2"
     assert cells[2] == "0.075 [-0.243, 0.393]"  # 0.075 -/+ 0.317655
-    assert cells[3] == "0.300 [-0.971, 1.571]"  # diffs 0.4, 0.2: half 12.7062 * 0.141421 / 1.414
+    # equal rollouts: seed 0's budget is MoPPS's 3,000 (VADE at step 30: 0.6), seed 1's 6,000:
+    # the same pairs as at equal steps here
+    assert cells[3] == "0.075 [-0.243, 0.393]"
+    assert cells[4] == "0.300 [-0.971, 1.571]"  # diffs 0.4, 0.2: half 12.7062 * 0.141421 / 1.414
     # within each pair's common steps: VADE reaches the target in seed 1 only (step 30, 3,000
     # rollouts; in seed 0 the pair stops at step 30 where VADE has 0.6); MoPPS in seed 1 at
     # step 50 (5,000): ratio 3,000 / 5,000 = 0.6
-    assert cells[4] == "3000 (n=1) (1/2)" and cells[5] == "5000 (n=1) (1/2)"
-    assert cells[6] == "0.60 (n=1) (1)"
+    assert cells[5] == "3000 (n=1) (1/2)" and cells[6] == "5000 (n=1) (1/2)"
+    assert cells[7] == "0.60 (n=1) (1)"
     assert "| greso" not in text  # peers that did not run have no row
+    assert "- mopps: as published" in text  # each row names how it differs from the paper
+
+
+def test_equal_rollouts_and_a_filtered_peer():
+    """GRESO (under DAPO's filter) spends 300 rollouts a step against VADE's 100: at equal steps
+    it is not compared; at equal rollouts VADE's 6,000 (step 60, 0.80) meets GRESO's last
+    validation at or under 6,000 (step 20, 0.62): +0.18, one seed."""
+    runs = [_run("t-grpo-vade-s0", [0.5, 0.6, 0.6, 0.6, 0.7, 0.75, 0.80], [0.9] * 6),
+            _run("t-grpo-greso-s0", [0.5, 0.6, 0.62, 0.7, 0.8, 0.85, 0.9], [1.0] * 6,
+                 rollouts=STEPS * 300)]
+    inputs = Inputs(runs={r.key.run_id: r for r in runs}, evals={}, benchmarks=[],
+                    catalog=None, initial_accuracy={}, sample_labels={}, notes=[])
+    row = next(line for line in peer_statistics(inputs, "val/acc").splitlines()
+               if line.startswith("| greso "))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == "by rollouts (filtered)" and cells[3] == "0.180 (n=1)"
+    assert at_cost(np.array([0.5, np.nan, 0.7]), np.array([0.0, 10.0, 20.0]), 15.0) == 0.5
+    assert at_cost(np.array([0.5]), np.array([30.0]), 15.0) is None
+
+
+def test_plateau_checked_at_stated_steps_takes_the_first_that_holds():
+    """Steps 0-60 then 70-90: at step 60 the rule holds (second third 30-40: 0.66, 0.72;
+    last 50-60: 0.70, 0.70; see test_plateau_rule_by_hand); on the whole 90-step curve the
+    last third (70-90: 0.8, 0.85, 0.9) is still rising, so without checks it does not."""
+    steps = np.array([0, 10, 20, 30, 40, 50, 60, 70, 80, 90])
+    c = _curve([0.5, 0.5, 0.6, 0.66, 0.72, 0.7, 0.7, 0.8, 0.85, 0.9], steps=steps)
+    pl, at = plateau_by(c, (30, 60))
+    assert at == 60 and pl.reached and pl.level == pytest.approx(0.70)
+    whole, end = plateau_by(c)
+    assert end == 90 and not whole.reached

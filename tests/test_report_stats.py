@@ -193,3 +193,26 @@ def test_runs_of_different_lengths_are_compared_where_both_stood():
     assert rows["vade"][4] == "0.100 [0.100, 0.100] *"
     assert rows["vade"][6] == "0.200 [0.200, 0.200] *"
     assert "common last validated step" in md
+
+
+def test_seed_count_from_a_paired_interval_by_hand():
+    """VADE - vanilla at step 150 over 5 seeds: +0.022 [-0.013, 0.058] (the peers study). Half
+    width 0.0355, sd = 0.0355 sqrt(5) / t(0.975, 4) = 0.079380 / 2.7764 = 0.028591. Seeds for
+    a 0.02 difference: n = 10: 2.2622 x 0.028591 / sqrt(10) = 0.020453 > 0.02; n = 11: 2.2281 x
+    0.028591 / sqrt(11) = 0.019207 <= 0.02 -> 11. With 80% power: n = 17: (2.1199 + 0.8416) x
+    0.028591 / sqrt(17) = 0.020537 > 0.02; n = 18: (2.1098 + 0.8416) x 0.028591 / sqrt(18) =
+    0.019890 -> 18."""
+    from vade.report.stats import paired_sd_from_interval, seeds_to_separate
+
+    sd = paired_sd_from_interval(-0.013, 0.058, 5)
+    assert sd == pytest.approx(0.028591, abs=1e-6)
+    assert seeds_to_separate(sd, 0.02) == 11
+    assert seeds_to_separate(sd, 0.02, power=0.8) == 18
+    # the round trip: 5 differences with that sd give back the interval's half-width
+    diffs = 0.022 + sd * np.array([1.0, -1.0, 1.0, -1.0, 0.0]) / np.sqrt(1.0)
+    diffs = 0.022 + (diffs - 0.022) * sd / np.std(diffs, ddof=1)
+    assert mean_interval(diffs).half_width == pytest.approx(0.0355, abs=1e-6)
+    with pytest.raises(ValueError, match="need n >= 2"):
+        paired_sd_from_interval(0.0, 0.1, 1)
+    with pytest.raises(ValueError, match="power must be 0.5 or 0.8"):
+        seeds_to_separate(sd, 0.02, power=0.9)

@@ -11,9 +11,13 @@ from vade.sampling.observation import Observation
 from vade.sampling.peers import (
     PEERS,
     GresoSampler,
+    GresoSkipSampler,
     MMR1Sampler,
+    MoPPSPriorSampler,
     MoPPSSampler,
+    SECPassRateSampler,
     SECSampler,
+    label_categories,
     mean_abs_advantage,
 )
 
@@ -22,7 +26,7 @@ CATS = np.arange(N) % 3
 
 
 def _make(name: str, seed: int = 0, **kw):
-    if name == "sec":
+    if name.startswith("sec"):
         kw.setdefault("categories", CATS)
     return PEERS[name](N, B, seed=seed, **kw)
 
@@ -182,12 +186,61 @@ def test_greso_keep_probability_and_streaks():
     assert s.streak[:4].tolist() == [3, 1, -1, 0]
 
 
-def test_greso_adapts_toward_the_zero_variance_target():
-    s = GresoSampler(N, B, target_zero_variance=0.25, easy_share=0.5, adjust_step=0.01,
-                     initial_keep=0.5)
+def test_greso_skip_adapts_toward_the_zero_variance_target_from_the_first_step():
+    s = GresoSkipSampler(N, B)
     idx = np.arange(B)
     s.observe(idx, np.full(B, G), G)  # all easy: easy share 1 > 0.125, hard share 0 <= 0.125
     assert s.p_easy == pytest.approx(0.49) and s.p_hard == pytest.approx(0.51)
+    # at its target exactly (1 of 8 = 0.125) the skip variant raises p (share not above it)
+    s.observe(idx, np.array([0, 4, 4, 4, 4, 4, 4, 4]), G)
+    assert s.p_hard == pytest.approx(0.52)
+
+
+def test_greso_published_defaults():
+    s = GresoSampler(N, B)
+    assert (s.target_zero_variance, s.easy_share, s.initial_keep, s.p_min, s.p_max,
+            s.adapt_from_epoch, s.min_keep) == (0.25, 1 / 3, 0.5, 0.05, 0.95, 1, 0.01)
+    assert s.filter_feedback and not GresoSkipSampler(N, B).filter_feedback
+    assert s.config["kind"] == "greso" and GresoSkipSampler(N, B).config["kind"] == "greso-skip"
+
+
+def test_greso_adapts_only_after_epoch_0_with_published_targets():
+    """Targets 0.25/3 = 0.0833 (easy) and 0.25*2/3 = 0.1667 (hard), over every observed group;
+    a share at its target lowers p; nothing moves during epoch 0."""
+    s = GresoSampler(N, B)
+    idx = np.arange(12)
+    r = np.array([8] + [0, 0] + [4] * 9)  # easy 1/12 = target; hard 2/12 = target
+    s.observe(idx, r, G)
+    assert (s.p_easy, s.p_hard) == (0.5, 0.5)  # epoch 0: no adaptation
+    s.epoch = 1
+    s.observe(idx, r, G)
+    assert s.p_easy == pytest.approx(0.49) and s.p_hard == pytest.approx(0.49)
+    s.observe(idx, np.full(12, 4), G)  # no zero-variance group: both rise
+    assert s.p_easy == pytest.approx(0.50) and s.p_hard == pytest.approx(0.50)
+
+
+def test_greso_p_stays_in_its_published_bounds():
+    s = GresoSampler(N, B)
+    s.epoch = 1
+    idx = np.arange(B)
+    for _ in range(80):  # informative only: p rises by 0.01 a step, 0.5 + 0.8 would pass 1
+        s.observe(idx, np.full(B, 4), G)
+    assert s.p_easy == pytest.approx(0.95) and s.p_hard == pytest.approx(0.95)
+    for _ in range(120):
+        s.observe(idx, np.full(B, G), G)  # all easy: p_easy falls, p_hard keeps rising
+    assert s.p_easy == pytest.approx(0.05) and s.p_hard == pytest.approx(0.95)
+
+
+def test_greso_refills_within_a_step_are_all_observed():
+    """DAPO's filter draws several times in one step: the observation of the step matches each
+    observed prompt with the keep probability of the draw that chose it."""
+    s = GresoSampler(N, B)
+    s.streak[:] = 1  # every prompt easy once: keep probability 0.5
+    first, second = s.select(), s.select()
+    both = np.concatenate([first, second])
+    obs = s.observe(both, np.full(both.size, 4), G)
+    np.testing.assert_allclose(obs.gain, 0.5)
+    assert np.isnan(obs.p_drawn).all() and s.step == 1
 
 
 def test_greso_with_nothing_to_skip_walks_epochs_without_repeats():
@@ -197,7 +250,7 @@ def test_greso_with_nothing_to_skip_walks_epochs_without_repeats():
 
 
 def test_greso_skips_prompts_with_long_zero_variance_streaks():
-    s = GresoSampler(N, B, min_keep=1e-9, initial_keep=0.01)
+    s = GresoSampler(N, B, min_keep=1e-9, initial_keep=0.05)
     s.streak[B:] = 50  # keep probability ~ 1e-9: effectively always skipped
     for _ in range(5):
         idx = s.select()
@@ -264,6 +317,63 @@ def test_sec_q_update_and_boltzmann_probabilities():
     assert s.q.tolist() == pytest.approx([0.5 * np.sqrt(7 / 8) / 2, 0.0, 0.0])
     e = np.exp(s.q / 0.5)
     np.testing.assert_allclose(s.category_probabilities(), e / e.sum())
+
+
+def test_sec_published_decays_every_arm_and_the_passrate_variant_only_trained_ones():
+    """Q <- Q/2 + reward/2 for every arm (reward 0 for an arm not trained on) in SEC;
+    sec-passrate moves only trained arms. tau: 0.4 (SEC's MATH scripts) vs 0.5."""
+    idx = np.array([0, 3, 1])  # categories 0, 0, 1
+    pub, var = SECSampler(N, B, categories=CATS), SECPassRateSampler(N, B, categories=CATS)
+    assert (pub.temperature, pub.decay_all) == (0.4, True)
+    assert (var.temperature, var.decay_all) == (0.5, False)
+    for s in (pub, var):
+        s.q[:] = [0.0, 0.0, 1.0]
+        s.observe(idx, np.array([4, 0, 8]), G)
+    assert pub.q.tolist() == pytest.approx([np.sqrt(7 / 8) / 4, 0.0, 0.5])
+    assert var.q.tolist() == pytest.approx([np.sqrt(7 / 8) / 4, 0.0, 1.0])
+
+
+def test_label_categories_from_levels_and_from_a_difficulty_in_0_1():
+    assert label_categories([1, 3, 5, 3, np.int64(1)]).tolist() == [0, 1, 2, 1, 0]
+    got = label_categories([0.0, 0.19, 0.2, 0.5, 0.99, 1.0])
+    assert got.tolist() == [0, 0, 1, 2, 4, 4]
+    with pytest.raises(ValueError, match="training row 2: extra_info.difficulty is None"):
+        label_categories([0.1, 0.2, None])
+    with pytest.raises(ValueError, match="training row 1: .* 1.5 is a float outside"):
+        label_categories([0.1, 1.5])
+
+
+def test_sec_for_run_reads_labels_and_sec_passrate_reads_the_initial_rollouts():
+    labels = [0.05] * 30 + [0.95] * 30
+    s = SECSampler.for_run(N, B, seed=0, labels=labels)
+    assert s.n_categories == 5 and s.sizes.tolist() == [30, 0, 0, 0, 30]
+    with pytest.raises(ValueError, match="extra_info.difficulty labels"):
+        SECSampler.for_run(N, B, seed=0)
+    r = np.where(np.arange(N) < 20, 8.0, 0.0)
+    v = SECPassRateSampler.for_run(N, B, seed=0, alpha=r, beta=G - r, labels=labels)
+    assert v.sizes.tolist() == [20, 0, 0, 0, 40]  # r = 8 -> easiest bin, r = 0 -> hardest
+    with pytest.raises(ValueError, match="sec-passrate starts from the initial difficulty"):
+        SECPassRateSampler.for_run(N, B, seed=0, labels=labels)
+
+
+# --- MoPPS prior, MMR1 defaults --------------------------------------------------------------
+
+
+def test_mopps_prior_from_initial_successes():
+    """MoPPS's published prior: a = 3 successes + 1, b = 3 failures + 1."""
+    r = np.arange(N) % (G + 1)
+    s = MoPPSPriorSampler.for_run(N, B, seed=0, alpha=r, beta=G - r)
+    np.testing.assert_allclose(s.a, 3 * r + 1)
+    np.testing.assert_allclose(s.b, 3 * (G - r) + 1)
+    assert s.config["from_initial"] and not MoPPSSampler(N, B).config["from_initial"]
+    flat = MoPPSSampler.for_run(N, B, seed=0, alpha=r, beta=G - r)
+    assert np.all(flat.a == 1.0) and np.all(flat.b == 1.0)
+
+
+def test_mmr1_rescores_with_eight_rollouts_by_default():
+    s = MMR1Sampler(N, B)
+    assert s.rescore_every == 4 and s.rescore_rollouts == 8
+    assert s.pending_extra_rollouts == N * 8
 
 
 def test_sec_draws_from_the_favoured_category_and_overflows_to_others():

@@ -55,6 +55,31 @@ def test_mmr1_rescoring_and_vade_initial_rollouts_are_counted():
     assert init["rollouts"][0] == 160 + 300 * 8 and np.all(init["rollouts"][1:] == 160)
 
 
+def test_greso_runs_under_dapos_filter_and_cap():
+    """Published GRESO trains only informative groups and pays for every group generated, at
+    most run.dapo_cap plain steps a step; the skip-only variant trains whatever it drew."""
+    out = run_method("greso", SMALL, RunSettings(batch_size=20, steps=30), seed=1)
+    rounds = out["rollouts"] / (20 * 8)
+    assert set(np.unique(rounds)) <= {1.0, 2.0, 3.0} and rounds.max() > 1
+    np.testing.assert_array_equal(out["effective_ratio"], out["n_trained"] / 20)
+    assert np.all(out["n_trained"][rounds < 3] == 20)
+    dead = replace(SMALL, unlearnable_fraction=1.0, noisy_fraction=0.0)
+    burnt = run_method("greso", dead, SHORT, seed=0)
+    assert np.all(burnt["rollouts"] == 3 * 20 * 8) and np.all(burnt["n_trained"] == 0)
+    skip = run_method("greso-skip", dead, SHORT, seed=0)
+    assert np.all(skip["rollouts"] == 160) and np.all(skip["n_trained"] == 20)
+
+
+def test_peers_that_read_the_initial_rollouts_pay_for_them():
+    """mopps-prior and sec-passrate start from N x G initial rollouts, counted at step 1; SEC
+    on the environment's levels and plain MoPPS read none."""
+    for method in ("mopps-prior", "sec-passrate"):
+        out = run_method(method, SMALL, SHORT, seed=0)
+        assert out["rollouts"][0] == 160 + 300 * 8 and np.all(out["rollouts"][1:] == 160)
+    for method in ("mopps", "sec"):
+        assert np.all(run_method(method, SMALL, SHORT, seed=0)["rollouts"] == 160)
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_is_deterministic_per_seed(method):
     a = run_method(method, SMALL, SHORT, seed=4)

@@ -153,3 +153,32 @@ def test_peers_overlay_and_plateau_overlay(tmp_path):
     assert len(steps) == 35
     assert {r: n for r, n in steps.items() if n != 150} == {
         f"{m}-s{s}": 300 for m in ("dapo", "vade") for s in range(5)}
+
+
+def test_fair_race_overlay_states_its_rules_up_front():
+    """config/tiny-study-fair.yaml: DAPO to 600 steps on the study's 5 seeds, with the plateau
+    rule checked at 300, 450, 600; VADE, vanilla and the two peers closest to VADE at 300 steps
+    on as many seeds as the earlier study's paired intervals ask for a 0.02 difference (the
+    largest of the three estimates, >= 10); one cost axis; every published peer and named
+    variant present."""
+    from vade import methods
+    from vade.grid import cells
+    from vade.report.config import ReportConfig
+    from vade.report.stats import paired_sd_from_interval, seeds_to_separate
+
+    fair = yaml.safe_load((ROOT / "config" / "tiny-study-fair.yaml").read_text())
+    assert fair["name"] != STUDY["name"] and "train" not in fair
+    cfg = ReportConfig.from_dict(fair["report"])
+    assert cfg.cost_axis == "all" and cfg.plateau_checks == (300, 450, 600)
+    runs = cells({**STUDY, **fair})
+    by = {}
+    for c in runs:
+        by.setdefault(c.method, set()).add((c.seed, c.steps))
+    assert by["dapo"] == {(s, 600) for s in range(5)}
+    # VADE - vanilla, - SEC, - MMR1 at step 150 over 5 seeds, from the earlier study
+    need = max(seeds_to_separate(paired_sd_from_interval(lo, hi, 5), 0.02)
+               for lo, hi in ((-0.013, 0.058), (-0.023, 0.060), (-0.024, 0.066)))
+    assert need >= 10
+    for method in ("vade", "vanilla", "sec", "mmr1"):
+        assert by[method] == {(s, 300) for s in range(need)}, method
+    assert set(by) == {"dapo", *methods.names_where(chooser="peer"), "vade", "vanilla"}

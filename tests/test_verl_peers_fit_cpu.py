@@ -30,7 +30,10 @@ from test_verl_fit_cpu import (  # noqa: F401 - world is a fixture
 from vade.sampling import make_sampler
 from vade.train.difficulty import initial_alpha_beta
 
-PEERS = ("mopps", "greso", "mmr1", "sec")
+# the peers verl's curriculum sampler runs: published GRESO needs DAPO's filter and runs on the
+# local backend (refused below); published SEC reads labels this world's data lacks (its label
+# reader is checked below), so its pass-rate variant stands for it here
+PEERS = ("mopps", "greso-skip", "mmr1", "sec-passrate")
 
 
 @pytest.fixture(scope="module", params=PEERS)
@@ -98,3 +101,19 @@ def test_peer_resume_after_a_kill_replays_identically(world, peer_run):  # noqa:
     pb = duckdb.connect(str(spec_b.out_dir / "history.duckdb"), read_only=True).execute(q)
     assert pa_.fetchall() == pb.fetchall()
     assert torch.equal(second.policy.logits, a.policy.logits)
+
+
+def test_greso_has_no_verl_path_and_sec_labels_are_read_by_position():
+    """Published GRESO on verl would be verl-recipe's DAPO with a uniform dataloader, not GRESO:
+    refused with its name. SEC's labels come from each row's extra_info, in dataset order."""
+    from pathlib import Path
+
+    from vade.train.config import TrainConfig
+    from vade.train.verl.overrides import RunSpec
+    from vade.train.verl.sampler import dataset_labels
+
+    with pytest.raises(ValueError, match="train.method = 'greso' has no verl path"):
+        RunSpec(cfg=TrainConfig(method="greso"), model="m", model_path=Path("m"),
+                data_dir=Path("d"), out_dir=Path("o"))
+    rows = [{"extra_info": {"index": 3, "difficulty": 0.7}}, {"extra_info": {"index": 1}}]
+    assert dataset_labels(rows) == [0.7, None]

@@ -3,7 +3,8 @@
 One expansion of ``experiments.grid`` for every reader (the workflow's jobs, the bill, the
 report's expected runs, the prefetch and preflight model lists), so they can never disagree on the
 runs or their order. A grid block may set ``steps`` for its cells: a study can run DAPO on to its
-plateau while the peers beside it keep the shared ``train.steps``, in one grid and one report.
+plateau while the peers beside it keep the shared ``train.steps``, in one grid and one report;
+and ``seeds`` (default: ``experiments.seeds``): the methods a claim rests on get more seeds.
 Standard library only: the Snakefile imports it before any environment exists.
 """
 
@@ -40,9 +41,10 @@ def cells(config: Mapping[str, Any]) -> list[Cell]:
     for index, block in enumerate(exp.get("grid") or []):
         try:
             steps = block.get("steps")
+            seeds = block.get("seeds") or exp.get("seeds") or [0]  # a block may add seeds
             product = [(m, a, meth, int(s)) for m in block["models"]
                        for a in block["algorithms"] for meth in block["methods"]
-                       for s in exp.get("seeds") or [0]]
+                       for s in seeds]
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"experiments.grid[{index}] is malformed: missing or bad "
                              f"{exc}") from None

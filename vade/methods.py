@@ -12,6 +12,9 @@ posterior with VadeSampler's options for the ablations, or a ``peer`` rule of
 ``vade.sampling.peers`` registered under the method's name) plus an optional *shaping* applied
 after the choice: ``dapo`` (generate, then keep only informative groups, under the rollout cap)
 or ``diva`` (DIVA-GRPO: one variant per chosen original and the difficulty-weighted advantage).
+A peer row may take the ``dapo`` shaping (published GRESO runs its skip rule under DAPO's
+filter); ``published`` says how a peer row differs from the published method, and the variants
+that are not the published method sit in the ablation table under names of their own.
 Adding a method that only changes the chooser is one row here (with its VadeSampler option in
 ``vade.sampling``, or its peer class in ``vade.sampling.peers``), the schema's enum, and a test.
 """
@@ -40,6 +43,8 @@ class Method:
     vade_options: Mapping[str, str] = field(default_factory=dict)  # VadeSampler keywords
     shaping: str | None = None         # None | "dapo" | "diva"
     reads_difficulty: bool = False     # a peer that starts from the initial difficulty rollouts
+    reads_labels: bool = False         # a peer that reads the rows' extra_info.difficulty
+    published: str = ""                # a peer: how the row differs from the published method
 
     def __post_init__(self) -> None:
         if self.chooser not in CHOOSERS:
@@ -51,8 +56,11 @@ class Method:
         if self.reads_difficulty and self.chooser != "peer":
             raise ValueError(f"method {self.name}: reads_difficulty is for chooser 'peer' "
                              "(VADE and DIVA read the initial difficulty anyway)")
-        if self.chooser == "peer" and self.shaping is not None:
-            raise ValueError(f"method {self.name}: a peer chooser takes no shaping")
+        if self.chooser == "peer" and self.shaping not in (None, "dapo"):
+            raise ValueError(f"method {self.name}: a peer chooser takes no shaping but dapo "
+                             "(the filter GRESO runs under)")
+        if self.reads_labels and self.chooser != "peer":
+            raise ValueError(f"method {self.name}: reads_labels is for chooser 'peer'")
         if self.table not in ("main", "ablation"):
             raise ValueError(f"method {self.name}: table {self.table!r} not main/ablation")
         object.__setattr__(self, "vade_options", MappingProxyType(dict(self.vade_options)))
@@ -69,11 +77,16 @@ class Method:
         return self.uses_posterior or self.shaping == "diva" or self.reads_difficulty
 
     @property
+    def filters(self) -> bool:
+        """Runs through DAPO's dynamic-sampling filter under its rollout cap (DAPO; GRESO)."""
+        return self.shaping == "dapo"
+
+    @property
     def sampler_name(self) -> str:
-        """The sampler-only method that chooses this method's prompts (DAPO filters and DIVA
+        """The method whose sampler chooses this method's prompts (DAPO filters and DIVA
         shapes them after the choice): ``dapo``/``diva`` -> ``vanilla``, ``vade-diva`` ->
-        ``vade``."""
-        if self.shaping is None:
+        ``vade``; a peer row is its own (GRESO's skip rule draws, DAPO's filter keeps)."""
+        if self.shaping is None or self.chooser == "peer":
             return self.name
         return "vade" if self.uses_posterior else "vanilla"
 
@@ -99,11 +112,30 @@ _ROWS = (
            vade_options={"decay": "last-update"}),
     Method("diva", "uniform", "DIVA-GRPO", "tab:cyan", "main", shaping="diva"),
     Method("vade-diva", "vade", "VADE + DIVA", "tab:pink", "main", shaping="diva"),
-    # Peers (vade.sampling.peers, README "VADE against its peers"): published rules and defaults
-    Method("mopps", "peer", "MoPPS", "tab:gray", "main"),
-    Method("greso", "peer", "GRESO", "tab:olive", "main"),
-    Method("mmr1", "peer", "MMR1 VAS", "gold", "main", reads_difficulty=True),
-    Method("sec", "peer", "SEC", "navy", "main", reads_difficulty=True),
+    # Peers (vade.sampling.peers; docs/methods.md "The peers as published"): the published
+    # rules and defaults, each row naming what still differs; variants in the ablation table
+    Method("mopps", "peer", "MoPPS", "tab:gray", "main",
+           published="as published (flat prior; decay 0.5 of its Countdown/Geo3k scripts)"),
+    Method("greso", "peer", "GRESO", "tab:olive", "main", shaping="dapo",
+           published="as published: skip rule + DAPO's filter under DAPO's rollout cap; each "
+                     "draw is B surviving prompts (GRESO: 1.5 B, adaptive refills)"),
+    Method("mmr1", "peer", "MMR1 VAS", "gold", "main", reads_difficulty=True,
+           published="scores from the initial rollouts and the latest training group; the "
+                     "re-scoring (8 rollouts x N every 4 steps) is not generated but counted "
+                     "on its cost axis"),
+    Method("sec", "peer", "SEC", "navy", "main", reads_labels=True,
+           published="as published: arms are extra_info.difficulty, every arm decays, tau 0.4"),
+    Method("mopps-prior", "peer", "MoPPS (prior)", "silver", "ablation",
+           reads_difficulty=True,
+           published="MoPPS's published option: prior a = 3 successes + 1 from the initial "
+                     "rollouts (counted on its cost axis)"),
+    Method("greso-skip", "peer", "GRESO skip only", "yellowgreen", "ablation",
+           published="not GRESO: the skip rule without DAPO's filter, target split 1/2, p "
+                     "in [0.01, 1] adapting from step 1"),
+    Method("sec-passrate", "peer", "SEC (pass-rate bins)", "slateblue", "ablation",
+           reads_difficulty=True,
+           published="not SEC: arms are 5 bins of the initial pass rate (VADE's initial "
+                     "rollouts, counted on its cost axis), tau 0.5, only trained arms decay"),
 )
 METHODS: Mapping[str, Method] = MappingProxyType({m.name: m for m in _ROWS})
 NAMES: tuple[str, ...] = tuple(METHODS)

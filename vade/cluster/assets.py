@@ -93,6 +93,10 @@ def assets_of(config: Mapping[str, Any]) -> list[Asset]:
             spec = TASKS[task]
             pattern = f"{spec.config}/*" if spec.config else "data/*"
             add(spec.repo, "dataset", "data", (spec.config,), [pattern, "README.md"])
+        from vade.data.benchmarks import benchmark_datasets  # the no-overlap rule's splits
+
+        for repo, name in benchmark_datasets(data["paper"].get("exclude_benchmarks") or ()):
+            add(repo, "dataset", "data", (name,))
     if ev.kind == "paper":
         for bench in ev.benchmarks:
             for repo, name in BENCHMARK_DATASETS.get(bench.task, ()):

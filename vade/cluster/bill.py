@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vade.cluster.config import ClusterConfig
-from vade.cluster.resources import check_gpu_resources, stage_gpus
+from vade.cluster.resources import check_gpu_resources, idle_gpus, stage_gpus, used_gpus
 from vade.grid import Cell, run_config
 from vade.grid import cells as grid_cells
 
@@ -34,6 +34,8 @@ class Line:
     hours: float
     gpus: int
     runtime_h: float | None = None   # the stage's resources.<stage>.runtime, in hours
+    submissions: int = 1             # per job: SLURM submissions it needs (resumes between)
+    note: str = ""                   # why it needs them, or that it cannot finish
 
     @property
     def gpu_hours(self) -> float:
@@ -45,6 +47,7 @@ class Bill:
     name: str
     lines: tuple[Line, ...]
     assumptions: tuple[tuple[str, str, str], ...]   # (name, value, source)
+    warnings: tuple[str, ...] = ()                  # idle GPUs, layouts that do not fit
 
     def stage_total(self, stage: str) -> float:
         return sum(x.gpu_hours for x in self.lines if x.stage == stage)
@@ -65,22 +68,59 @@ class Bill:
                 out.append(f"  {stage:<17} {x.what:<38} {x.jobs:>3} job(s) x {x.hours:7.1f} h x "
                            f"{x.gpus} GPUs = {x.gpu_hours:9.1f} GPU-h")
             out.append(f"  {stage + ' total':<60}{self.stage_total(stage):>26.1f} GPU-h")
-            over = [y for y in billed if y.stage == stage and y.runtime_h
-                    and y.hours > y.runtime_h]
-            if over:
-                worst = max(over, key=lambda y: y.hours)
-                head = (f"  ! {len(over)} {stage} job(s) may exceed resources.{_KEY[stage]}"
-                        f".runtime ({worst.runtime_h:g} h) in the worst case: ")
-                out.append(head + (
-                    f"up to {math.ceil(worst.hours / worst.runtime_h)} submissions each, "
-                    "resuming from checkpoints (slurm/config.yaml retries once: run snakemake "
-                    "again, or raise the runtime)" if stage == "training"
-                    else f"nothing resumes them: raise resources.{_KEY[stage]}.runtime or lower "
-                    f"{_KEY[stage]}.max_new_tokens"))  # evaluation: refused (vade.eval.plan)
+            out += _over_runtime(stage, [y for y in billed if y.stage == stage])
         out.append(f"  {'TOTAL':<60}{self.total:>26.1f} GPU-h")
+        out += [f"! {w}" for w in self.warnings]
         out.append("assumptions (value: source):")
         out += [f"  {n} = {v}: {src}" for n, v, src in self.assumptions]
         return "\n".join(out)
+
+
+def _over_runtime(stage: str, lines: list[Line]) -> list[str]:
+    """The stage's jobs (counted as jobs) that a submission cannot finish, and what happens."""
+    if stage == "evaluation":
+        over = [y for y in lines if y.runtime_h and y.hours > y.runtime_h]
+    else:
+        over = [y for y in lines if y.submissions > 1 or "cannot" in y.note]
+    if not over:
+        return []
+    jobs = sum(y.jobs for y in over)
+    runtime = over[0].runtime_h
+    key = _KEY[stage]
+    if stage == "evaluation":   # nothing resumes an evaluation job: refused by vade.eval.plan
+        return [f"  ! {jobs} {stage} job(s) may exceed resources.{key}.runtime ({runtime:g} h) "
+                f"in the worst case: nothing resumes them: raise resources.{key}.runtime or "
+                f"lower {key}.max_new_tokens"]
+    stuck = [y for y in over if "cannot" in y.note]
+    if stuck:
+        return [f"  ! {sum(y.jobs for y in stuck)} {stage} job(s) {stuck[0].note}"]
+    worst = max(over, key=lambda y: y.submissions)
+    how = ("each checkpoints and stops itself before the limit" if stage == "training" else
+           "a job killed at the limit loses only the chunk it was writing")
+    return [f"  ! {jobs} {stage} job(s) exceed resources.{key}.runtime ({runtime:g} h) in the "
+            f"worst case: up to {worst.submissions} submissions each ({worst.note}); {how}, and "
+            "the next submission resumes (slurm/config.yaml retries once: run snakemake again "
+            "to go on)"]
+
+
+def _submissions(hours: float, overhead_h: float, runtime_h: float | None, units: int,
+                 margin: float) -> tuple[int, float, int]:
+    """(submissions, billed hours, units per submission) of a job of ``units`` equal units
+    (steps, chunks) of ``(hours - overhead_h) / units`` each, that stops once its time left is
+    under ``margin`` units and pays the overhead again on every submission. 0 units per
+    submission: one unit does not fit."""
+    work = hours - overhead_h
+    if runtime_h is None or hours <= runtime_h or units < 1:
+        return 1, hours, units
+    unit = work / units
+    usable = runtime_h - overhead_h
+    # after unit j it goes on while (usable - j * unit) >= margin * unit
+    per = max(0, math.floor(usable / unit - margin + 1)) if unit > 0 else units
+    per = min(per, units)
+    if per < 1:
+        return 0, hours, 0
+    subs = math.ceil(units / per)
+    return subs, work + subs * overhead_h, per
 
 
 def split_rows(config: Mapping[str, Any]) -> tuple[int, int, str]:
@@ -117,6 +157,10 @@ def params_of(model: Mapping[str, Any]) -> float:
     return float(m[-1]) * 1e9 if m else 5e6
 
 
+REFERENCE_GPUS = 4   # the GPUs of the job the default rates assume (PLAN_DEFAULTS)
+TIME_MARGIN = 1.5    # a job stops when its time left is under this many of its slowest steps
+
+
 def checkpoint_gb(config: Mapping[str, Any], model: str) -> float:
     """Disk of one training run's kept checkpoints plus its final model, in GB."""
     cluster = ClusterConfig.from_config(config)
@@ -144,10 +188,21 @@ def _training_line(config: Mapping[str, Any], cell: Cell, val_rows: int,
         t.steps // t.val_every + (1 if t.steps % t.val_every else 0) if t.val_every else 1)
     rows = min(val_rows, t.val_max_samples) if t.val_max_samples else val_rows
     validated = passes * rows * t.val_n * t.max_new_tokens
-    minutes = ((generated + validated) / rates["rollout_tokens_per_s"]
-               + updated / rates["update_tokens_per_s"]) / 60.0 + rates["job_overhead_min"]
-    return Line("training", cell.run_id, 1, minutes / 60.0, gpus,
-                _runtime_h(config, "train"))
+    scale = max(gpus, 1) / REFERENCE_GPUS
+    minutes = ((generated + validated) / (rates["rollout_tokens_per_s"] * scale)
+               + updated / (rates["update_tokens_per_s"] * scale)) / 60.0 \
+        + rates["job_overhead_min"]
+    runtime = _runtime_h(config, "train")
+    over_h = rates["job_overhead_min"] / 60.0
+    subs, hours, per = _submissions(minutes / 60.0, over_h, runtime, t.steps, TIME_MARGIN)
+    if subs == 0:
+        step = (minutes / 60.0 - over_h) / t.steps
+        note = (f"cannot finish: one step takes up to {step:.1f} h and needs {TIME_MARGIN:g}x "
+                f"that before resources.train.runtime ({runtime:g} h): raise it")
+    else:
+        note = (f"{per} of {t.steps} steps per submission, checkpointed when the time left is "
+                f"under {TIME_MARGIN:g} steps") if subs > 1 else ""
+    return Line("training", cell.run_id, 1, hours, gpus, runtime, max(subs, 1), note)
 
 
 def make_bill(config: Mapping[str, Any]) -> Bill:
@@ -172,12 +227,24 @@ def make_bill(config: Mapping[str, Any]) -> Bill:
     needs = [m for m in dict.fromkeys(c.model for c in cells)
              if any(methods.get(c.method).needs_difficulty for c in cells if c.model == m)]
     g, t_diff = int(diff.get("rollouts", 8)), int(diff.get("max_new_tokens", 16))
+    engines_gpus = used_gpus(config, "difficulty")
+    tp = int(diff.get("tensor_parallel_size", 1) or 1)
+    chunks = math.ceil(train_rows / max(1, int(diff.get("batch_size", 256)) // g))
     for m in needs:
-        hours = _hours(train_rows * g * t_diff, rates["rollout_tokens_per_s"],
+        hours = _hours(train_rows * g * t_diff,
+                       rates["rollout_tokens_per_s"] * max(engines_gpus, 1) / REFERENCE_GPUS,
                        rates["job_overhead_min"])
-        lines.append(Line("initial rollouts", f"{m}: {train_rows:,} x G={g} x {t_diff} tokens",
-                          1, hours, stage_gpus(config, "difficulty"),
-                          _runtime_h(config, "difficulty")))
+        runtime = _runtime_h(config, "difficulty")
+        subs, hours, per = _submissions(hours, rates["job_overhead_min"] / 60.0, runtime,
+                                        chunks, 1.0)
+        note = (f"{per} of {chunks} written chunks per submission" if subs > 1 else
+                "cannot finish: one chunk (difficulty.batch_size rollouts) outlasts "
+                "resources.difficulty.runtime" if subs == 0 else "")
+        what = f"{m}: {train_rows:,} x G={g} x {t_diff} tokens"
+        if engines_gpus:
+            what += f", {engines_gpus // tp} engine(s)"
+        lines.append(Line("initial rollouts", what, 1, hours, stage_gpus(config, "difficulty"),
+                          runtime, max(subs, 1), note))
     gpus = stage_gpus(config, "train")
     lines += [_training_line(config, c, val_rows, rates, gpus) for c in cells]
     assumptions.append(("training tokens", "steps x batch_size x rollouts_per_prompt x "
@@ -203,5 +270,33 @@ def make_bill(config: Mapping[str, Any]) -> Bill:
     assumptions.append(("evaluate.plan.tokens_per_s", f"{plan.tokens_per_s:g}",
                         "evaluate.plan (vade evaluate --plan: the per-checkpoint arithmetic)"))
     assumptions.append(("evaluation overhead", f"{plan.overhead_min:g} min per job",
-                        "evaluate.plan.overhead_min (default: 45 with a served judge, else 5)"))
-    return Bill(str(config.get("name", "?")), tuple(lines), tuple(assumptions))
+                        "evaluate.plan.overhead_min (default 45 with a served judge, else 5): "
+                        "assumed, not measured: the judge's and the policy's weights read from "
+                        "the shared cache, two vLLM engines started, the judging after the last "
+                        "response; the first job's log gives the real figure"))
+    assumptions.append(("time margin", f"{TIME_MARGIN:g} x the slowest step",
+                        "vade.cluster.timelimit: a training job checkpoints and stops when its "
+                        "time left is under this; the next submission resumes"))
+    assumptions.append(("GPUs of the default rates", f"{REFERENCE_GPUS}",
+                        "cluster.plan's rates are for a 4-GPU job: a stage using n GPUs runs "
+                        "at n/4 of them"))
+    warnings = [f"resources.{st}.gpu asks for {n} GPU(s) no engine uses ({why}): "
+                f"{sum(x.hours * x.jobs for x in lines if _KEY[x.stage] == st) * n:.1f} "
+                "GPU-h idle in this bill" for st, n, why in idle_gpus(config)]
+    warnings += _memory_warnings(config, cells)
+    return Bill(str(config.get("name", "?")), tuple(lines), tuple(assumptions),
+                tuple(warnings))
+
+
+def _memory_warnings(config: Mapping[str, Any], cells: list[Cell]) -> list[str]:
+    """Training layouts that cannot fit an 80 GB GPU (``vade.cluster.memory``; preflight
+    checks the job's real GPUs)."""
+    from vade.cluster.memory import DEFAULT_GPU_GIB, check_layout, layout_of
+
+    out = []
+    for m in dict.fromkeys(c.model for c in cells):
+        x = layout_of(config, m)
+        if x is not None:
+            out += [f"training memory of {m}: {p} (vade.cluster.memory, {DEFAULT_GPU_GIB:g} GiB "
+                    "GPUs assumed)" for p in check_layout(x)]
+    return out

@@ -14,7 +14,8 @@ from typing import Any
 
 from vade.checks import check_bool, check_float, reject_unknown
 
-__all__ = ["PLAN_DEFAULTS", "ClusterConfig", "PlanAssumptions", "job_env"]
+__all__ = ["PLAN_DEFAULTS", "READ_VARS", "ClusterConfig", "PlanAssumptions", "job_env",
+           "near_miss_env", "overridden"]
 
 # (default, why): none of these was measured here (no GPU); each is a conservative guess a user
 # replaces with the rate of their own first job (its log prints tokens/s).
@@ -74,6 +75,7 @@ class ClusterConfig:
     revisions: Mapping[str, str] = field(default_factory=dict)
     offline: bool = True              # GPU jobs run with HF_HUB_OFFLINE=1
     min_free_gb: float = 50.0         # disk that must stay free beside the run's checkpoints
+    scratch_dir: str = "/tmp"         # node-local: the jobs' locks and cache files (scratch.py)
     plan: PlanAssumptions = field(default_factory=PlanAssumptions)
 
     @classmethod
@@ -83,7 +85,7 @@ class ClusterConfig:
             raise ValueError(f"config key 'cluster' must be a mapping, got {type(v).__name__}")
         v = dict(v)
         reject_unknown(v, {f.name for f in fields(cls)}, "cluster")
-        for key in ("cache_dir", "local_assets"):
+        for key in ("cache_dir", "local_assets", "scratch_dir"):
             if key in v and v[key] is not None and (not isinstance(v[key], str) or not v[key]):
                 raise ValueError(f"cluster.{key} must be a folder path, got {v[key]!r}")
         revs = v.get("revisions") or {}
@@ -102,9 +104,12 @@ class ClusterConfig:
 def job_env(config: Mapping[str, Any]) -> dict[str, str]:
     """The environment every job of a GPU config gets when ``cluster.offline``: the staged cache
     as Hugging Face's home, hub and datasets offline (no download, no token), and lmms-eval's
-    datasets cache pinned to it (on a network file system lmms-eval would otherwise pick another
-    folder). Empty for a config with no GPU stage (the CPU demo) or with ``offline: false``."""
+    datasets cache at a node-local mirror of the staged ``datasets/`` (``vade.cluster.scratch``:
+    locks on local disk, data read from the cache). Empty for a config with no GPU stage (the
+    CPU demo) or with ``offline: false``."""
     from pathlib import Path
+
+    from vade.cluster.scratch import local_datasets_cache
 
     cluster = ClusterConfig.from_config(config)
     resources = config.get("resources") or {}
@@ -112,4 +117,37 @@ def job_env(config: Mapping[str, Any]) -> dict[str, str]:
         return {}
     home = Path(cluster.cache_dir).resolve()
     return {"HF_HOME": str(home), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1", "LMMS_EVAL_DATASETS_CACHE": str(home / "datasets")}
+            "TRANSFORMERS_OFFLINE": "1",
+            "LMMS_EVAL_DATASETS_CACHE": local_datasets_cache(cluster.scratch_dir, home)}
+
+
+# Environment variables the pipeline (or a library it configures through them) reads.
+READ_VARS = ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_RUN_ID", "HF_HOME",
+             "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN",
+             "HF_HUB_CACHE", "HF_DATASETS_CACHE", "LMMS_EVAL_DATASETS_CACHE",
+             "CUDA_VISIBLE_DEVICES", "OPENAI_API_KEY", "OPENAI_API_URL", "PYTHONPATH",
+             "VADE_WORKFLOW_CONFIG", "VADE_CHECKPOINT_SIGNALS", "VADE_TIME_MARGIN",
+             "VADE_FLASH_ATTN", "VADE_VERL_RECIPE_DIR", "SLURM_JOB_END_TIME")
+
+
+def near_miss_env(environ: Mapping[str, str]) -> list[str]:
+    """A line per set variable whose name is one letter or so from one we read, and is not
+    that one (``MLFLOW_TRACKING_URL``): otherwise a typo silently falls back to a default."""
+    import difflib
+
+    out = []
+    for name in sorted(environ):
+        if name in READ_VARS or "_" not in name:
+            continue
+        family = [v for v in READ_VARS if v.split("_")[0] == name.split("_")[0]]
+        match = difflib.get_close_matches(name, family, n=1, cutoff=0.85)
+        if match:
+            out.append(f"{name} is set but nothing reads it: did you mean {match[0]}?")
+    return out
+
+
+def overridden(environ: Mapping[str, str], new: Mapping[str, str],
+               why: Mapping[str, str]) -> list[str]:
+    """A line per variable of ``new`` that replaces a different value the user had set."""
+    return [f"{k}={environ[k]} is replaced by {v} for the jobs ({why.get(k, 'the config')})"
+            for k, v in new.items() if k in environ and environ[k] != v]

@@ -64,12 +64,35 @@ def stage_packages(config: Mapping[str, Any], stage: str) -> list[tuple[str, str
     if env == "train-verl":
         pkgs.append(("vllm", "vllm"))
         if stage == "train":
-            pkgs += [("verl", "verl"), ("ray", "ray"), ("flash_attn", "flash-attn")]
+            pkgs += [("verl", "verl"), ("ray", "ray")]
+            if attention(config) == "flash_attention_2":
+                pkgs.append(("flash_attn", "flash-attn"))
     if stage == "evaluate":
         pkgs.append(("lmms_eval.evaluator", "lmms-eval"))
         if env == "eval-vllm":
             pkgs.append(("vllm", "vllm"))
     return pkgs
+
+
+def attention(config: Mapping[str, Any]) -> str | None:
+    """The verl actor's attention kernels (``train.verl.attention``); None off verl."""
+    train = config.get("train") or {}
+    if train.get("backend") != "verl":
+        return None
+    from vade.train.verl.config import VerlConfig
+
+    return VerlConfig.from_dict(train.get("verl")).attention
+
+
+def check_attention(config: Mapping[str, Any]) -> Check:
+    """Which attention the training job will run, said before it loads a model."""
+    active = attention(config)
+    if active == "flash_attention_2":
+        detail = ("flash_attention_2 (train.verl.attention): flash-attn must be built into the "
+                  "env (VADE_FLASH_ATTN=1 when envs/train-verl.yaml is created)")
+    else:
+        detail = "sdpa (train.verl.attention; PyTorch's kernels, flash-attn not needed)"
+    return Check("attention", True, detail)
 
 
 def _norm(name: str) -> str:
@@ -111,7 +134,7 @@ def check_packages(config: Mapping[str, Any], stage: str, root: Path = Path(),
             continue
         try:
             importer(module)
-        except Exception as exc:  # noqa: BLE001  (any import failure is the finding)
+        except Exception as exc:
             checks.append(Check(f"package {dist}", False, f"import {module} failed: "
                                 f"{type(exc).__name__}: {str(exc)[:200]}", fix))
             continue
@@ -128,7 +151,7 @@ def probe_gpus() -> list[float]:
         if torch.cuda.is_available():
             return [torch.cuda.get_device_properties(i).total_memory / 2**30
                     for i in range(torch.cuda.device_count())]
-    except Exception:  # noqa: BLE001, S110  (a broken torch: ask nvidia-smi)
+    except Exception:
         pass
     exe = shutil.which("nvidia-smi")
     if not exe:
@@ -174,7 +197,13 @@ def check_gpus(config: Mapping[str, Any], stage: str, gpus: Sequence[float],
                                 f"{room:.1f} GiB share ({share} x {min(gpus):.0f} GiB)",
                                 f"raise {where}.gpu_memory_utilization or "
                                 f"{where}.tensor_parallel_size, or use larger GPUs"))
+            if where == "evaluate.judge" and ok:
+                from vade.cluster.preflight_memory import check_judge_kv
+
+                checks.append(check_judge_kv(ev, room - weights))
     return checks
+
+
 
 
 def _manifest(cache: Path) -> dict[str, Any]:
@@ -233,13 +262,15 @@ def check_assets(config: Mapping[str, Any], stage: str,
     return checks
 
 
+
+
 def check_disk(config: Mapping[str, Any], stage: str, where: str | Path,
                model: str | None = None,
                free_gb: Callable[[Path], float] | None = None) -> Check:
     """Free disk where the stage writes: a training run's checkpoints plus cluster.min_free_gb."""
     from vade.cluster.bill import checkpoint_gb
-    from vade.grid import cells as grid_cells
     from vade.cluster.config import ClusterConfig
+    from vade.grid import cells as grid_cells
 
     path = Path(where)
     while not path.exists() and path != path.parent:
@@ -291,8 +322,23 @@ def run_checks(config: Mapping[str, Any], stage: str, *, gpus: int | None = None
         checks.append(check_profile(root / profile))
     checks.append(check_disk(config, stage, out_dir, model, free_gb))
     checks += check_packages(config, stage, root, importer)
+    if stage == "train" and attention(config):
+        checks.append(check_attention(config))
     needed = stage_gpus(config, stage) if gpus is None else gpus
+    seen = probe() if needed else []
     if needed:
-        checks += check_gpus(config, stage, probe(), needed)
+        checks += check_gpus(config, stage, seen, needed)
+    if stage == "train":
+        from vade.cluster.preflight_memory import check_training_memory
+
+        checks += check_training_memory(config, model, seen)
     checks += check_assets(config, stage, environ)
+    from vade.cluster.preflight_cache import check_cache_writable, check_local_datasets
+
+    writable = check_cache_writable(config, stage)
+    if writable is not None:
+        checks.append(writable)
+    if stage == "evaluate":
+        checks += check_local_datasets(config, environ)
     return checks
+

@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from vade.cluster.config import job_env, near_miss_env
     from vade.cluster.preflight import run_checks
 
     config = load_config(args)
@@ -42,8 +43,18 @@ def run(args: argparse.Namespace) -> int:
         if not raw:
             raise ValueError(f"vade preflight needs --config, --config-json or ${CONFIG_ENV}")
         config = json.loads(raw)
+    environ = dict(os.environ)
+    if CONFIG_ENV not in os.environ and job_env(config):
+        # by hand, outside the workflow: this shell lacks what the workflow gives every GPU job
+        # (HF_HOME at the cache, offline); check the job's environment, and say so
+        environ.update(job_env(config))
+        print("by hand: checking the environment the workflow gives the job "
+              f"({', '.join(sorted(job_env(config)))} from the config), not this shell's",
+              flush=True)
+    for line in near_miss_env(os.environ):
+        print(f"warn {line}", flush=True)
     checks = run_checks(config, args.stage, gpus=args.gpus, out_dir=args.out, model=args.model,
-                        profile=None if args.no_profile else args.profile)
+                        profile=None if args.no_profile else args.profile, environ=environ)
     for c in checks:
         print(c.line(), flush=True)
     failed = [c for c in checks if not c.ok]

@@ -11,7 +11,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["check_gpu_resources", "stage_gpus"]
+__all__ = ["allocated_cpus", "check_gpu_resources", "idle_gpus", "stage_gpus", "used_gpus"]
+
+
+def allocated_cpus(environ: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """(CPUs this job may use, where that came from). Ray counts every CPU of the node unless
+    told (verl's ppo_trainer.yaml says to set ``ray_init.num_cpus`` under SLURM); a 16-CPU
+    allocation on a 128-CPU node would otherwise get 128 worker slots."""
+    import os
+    import re
+
+    env = os.environ if environ is None else environ
+    per_task = env.get("SLURM_CPUS_PER_TASK", "").strip()
+    if per_task.isdigit() and int(per_task) > 0:
+        return int(per_task), "SLURM_CPUS_PER_TASK"
+    per_node = env.get("SLURM_JOB_CPUS_PER_NODE", "").strip()
+    m = re.match(r"^(\d+)", per_node)   # "16", "16(x2)" or "8,4": this (first) node's count
+    if m and int(m.group(1)) > 0:
+        return int(m.group(1)), "SLURM_JOB_CPUS_PER_NODE"
+    return len(os.sched_getaffinity(0)), "os.sched_getaffinity (the CPUs this process may use)"
 
 
 def stage_gpus(config: Mapping[str, Any], stage: str) -> int:
@@ -48,8 +66,91 @@ def check_gpu_resources(config: Mapping[str, Any]) -> None:
                           "(resources.train), so set train.verl.nnodes: 1")
         _need(errors, "train", stage_gpus(config, "train"), verl.n_gpus_per_node,
               "train.verl.n_gpus_per_node", "Ray places verl's workers on that many GPUs")
-    if (config.get("difficulty") or {}).get("engine") == "vllm":
-        _need(errors, "difficulty", stage_gpus(config, "difficulty"), 1, "difficulty.engine",
-              "vllm needs a GPU")
+    diff = config.get("difficulty") or {}
+    if diff.get("engine") == "vllm":
+        tp = int(diff.get("tensor_parallel_size", 1) or 1)
+        have = stage_gpus(config, "difficulty")
+        _need(errors, "difficulty", have, tp, "difficulty.tensor_parallel_size",
+              "one vLLM engine spans that many GPUs")
+        if have >= tp and have % tp:
+            errors.append(f"resources.difficulty.gpu = {have} is not a multiple of "
+                          f"difficulty.tensor_parallel_size = {tp} (one engine per {tp} GPUs: "
+                          f"{have % tp} would sit idle): set resources.difficulty.gpu to "
+                          f"{have - have % tp} or {have - have % tp + tp}")
+    errors += _head_errors(config, ev)
     if errors:
         raise ValueError("; ".join(errors))
+
+
+def _head_errors(config: Mapping[str, Any], ev: Any) -> list[str]:
+    """Tensor-parallel sizes that do not split a model's attention heads (vLLM refuses them when
+    the engine starts, after the weights were read)."""
+    from vade.cluster.models import shape_of
+    from vade.grid import cells as grid_cells
+
+    models = config.get("models") or {}
+    trained = [str((models.get(m) or {}).get("name_or_path", ""))
+               for m in dict.fromkeys(c.model for c in grid_cells(config))]
+    pairs: list[tuple[str, int, str]] = []
+    diff = config.get("difficulty") or {}
+    if diff.get("engine") == "vllm":
+        pairs += [(m, int(diff.get("tensor_parallel_size", 1) or 1),
+                   "difficulty.tensor_parallel_size") for m in trained]
+    train = config.get("train") or {}
+    if train.get("backend") == "verl":
+        tp = int((train.get("verl") or {}).get("tensor_model_parallel_size", 2))
+        pairs += [(m, tp, "train.verl.tensor_model_parallel_size") for m in trained]
+    if ev.policy.engine == "vllm":
+        pairs += [(m, ev.policy.tensor_parallel_size, "evaluate.policy.tensor_parallel_size")
+                  for m in trained]
+    if ev.judge.mode == "serve":
+        pairs.append((ev.judge.model, ev.judge.tensor_parallel_size,
+                      "evaluate.judge.tensor_parallel_size"))
+    found = []
+    for name, tp, key in pairs:
+        shape = shape_of(name)
+        problem = shape.check_tensor_parallel(tp, key) if shape else None
+        if problem and problem not in found:
+            found.append(problem)
+    return found
+
+
+def used_gpus(config: Mapping[str, Any], stage: str) -> int:
+    """GPUs a stage's engines occupy, whatever ``resources.<stage>.gpu`` asks for."""
+    from vade.eval.config import EvaluateConfig
+
+    have = stage_gpus(config, stage)
+    if stage == "difficulty":
+        diff = config.get("difficulty") or {}
+        if diff.get("engine") != "vllm":
+            return 0
+        tp = int(diff.get("tensor_parallel_size", 1) or 1)
+        return have - have % tp
+    if stage == "train":
+        train = config.get("train") or {}
+        if train.get("backend") != "verl":
+            return 0
+        from vade.train.verl.config import VerlConfig
+
+        return min(have, VerlConfig.from_dict(train.get("verl")).n_gpus_per_node)
+    ev = EvaluateConfig.from_dict(config.get("evaluate") or {})
+    sizes = [1]
+    if ev.policy.engine == "vllm":
+        sizes.append(ev.policy.tensor_parallel_size)
+    if ev.judge.mode == "serve" and any(b.judge for b in ev.benchmarks) and ev.kind == "paper":
+        sizes.append(ev.judge.tensor_parallel_size)
+    return min(have, max(sizes))
+
+
+def idle_gpus(config: Mapping[str, Any]) -> list[tuple[str, int, str]]:
+    """(stage, idle GPUs, why) for each stage that asks SLURM for GPUs its engines never use."""
+    why = {"difficulty": "difficulty.engine hf runs on CPU; vllm uses whole groups of "
+                         "difficulty.tensor_parallel_size",
+           "train": "train.verl.n_gpus_per_node (the local backend runs on CPU)",
+           "evaluate": "the larger of evaluate.policy/judge.tensor_parallel_size share them"}
+    out = []
+    for stage in ("difficulty", "train", "evaluate"):
+        idle = stage_gpus(config, stage) - used_gpus(config, stage)
+        if idle > 0:
+            out.append((stage, idle, why[stage]))
+    return out

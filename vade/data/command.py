@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 from vade.config_io import add_config_arguments, load_config
 
@@ -16,11 +17,17 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
-    parser.add_argument("--out", required=True, metavar="DIR",
-                        help="output folder (e.g. data/tiny); replaced atomically")
+    parser.add_argument("--out", metavar="DIR",
+                        help="output folder (e.g. data/tiny); replaced atomically (required "
+                             "unless --probe)")
     parser.add_argument("--skip-invalid", action="store_true",
-                        help="drop invalid source rows (counted per reason in the manifest) "
-                             "instead of failing on the first one")
+                        help="paper: accept a source whatever its parse rate (invalid rows are "
+                             "always dropped and counted in the manifest)")
+    parser.add_argument("--probe", type=int, metavar="N",
+                        help="paper: parse the first N rows of every source and report the parse "
+                             "rate and failures per source; builds nothing (exit 1 if a source "
+                             "is below data.paper.min_parse_rate)")
+    parser.add_argument("--probe-json", metavar="FILE", help="also write the probe report here")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -28,6 +35,10 @@ def run(args: argparse.Namespace) -> int:
     from vade.data.config import data_config_from_mapping
 
     cfg = data_config_from_mapping(load_config(args))
+    if args.probe is not None:
+        return _probe(cfg, args)
+    if not args.out:
+        raise ValueError("vade build-data needs --out DIR (or --probe N)")
     start = time.perf_counter()
     if cfg.kind == "synthetic":
         from vade.data.synthetic import build_synthetic
@@ -44,3 +55,25 @@ def run(args: argparse.Namespace) -> int:
           f"in {seconds:.1f} s" + (f"; dropped invalid rows {manifest['invalid']}"
                                    if manifest.get("invalid") else ""))
     return 0
+
+
+def _probe(cfg: Any, args: argparse.Namespace) -> int:
+    import json
+
+    from vade.data.probe import format_probe, probe_sources
+
+    if cfg.kind != "paper":
+        raise ValueError("vade build-data --probe reads the paper's sources: data.kind must be "
+                         "'paper'")
+    if args.probe < 1:
+        raise ValueError(f"--probe must be a positive row count, got {args.probe}")
+    result = probe_sources(cfg, args.probe)
+    print(format_probe(result))
+    if args.probe_json:
+        with open(args.probe_json, "w") as f:
+            json.dump(result, f, indent=1, sort_keys=True)
+    low = [t for t, r in result["tasks"].items() if not r["ok"]]
+    if low:
+        print(f"vade build-data --probe: below data.paper.min_parse_rate "
+              f"{cfg.paper.min_parse_rate:.0%}: {', '.join(low)}")
+    return 1 if low else 0

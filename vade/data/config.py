@@ -19,6 +19,7 @@ __all__ = [
     "DATA_KINDS",
     "DEFAULT_PROMPT_TEMPLATE",
     "OVERLAP_MATCH",
+    "SHORTFALL",
     "SYNTHETIC_DOMAINS",
     "DataConfig",
     "PaperConfig",
@@ -31,6 +32,9 @@ SYNTHETIC_DOMAINS = ("math", "chart", "science")
 CHART_STYLES = ("bar", "line")
 # How a training row is matched against the benchmark exclusion list.
 OVERLAP_MATCH = ("image", "question", "either", "both")
+# What a task does when invalid or overlapping rows leave fewer than its count: take what is left
+# (recorded in the manifest and printed) or fail the build.
+SHORTFALL = ("take", "fail")
 # The paper's setup: brief reasoning, final answer in \boxed{} (what vade.rewards extracts first).
 DEFAULT_PROMPT_TEMPLATE = ("{question}\nThink briefly, then put the final answer in \\boxed{}.")
 
@@ -92,17 +96,27 @@ class SyntheticConfig:
 
 @dataclass(frozen=True)
 class PaperConfig:
-    """``data.paper``: where the sources are, how many rows per task, what to exclude."""
+    """``data.paper``: where the sources are, how many rows per task, what to exclude.
+
+    ``revisions`` is not a ``data.paper`` key: it is ``cluster.revisions`` (asset id -> hub
+    revision), read here so the build can refuse sources that are not pinned to a commit.
+    """
 
     tasks: Mapping[str, int] = field(default_factory=dict)   # task -> count (required)
-    local_dir: str | None = None   # local copies laid out as the hub repos (see data/README.md)
+    local_dir: str | None = None   # local copies laid out as the hub repos (see docs/data.md)
     cache_dir: str | None = None   # a Hugging Face datasets cache that holds the sources
     use_hub: bool = False          # allow downloading from the hub (clusters with network)
-    exclude: tuple[str, ...] = ()  # benchmark exclusion lists (.json / .parquet)
+    exclude: tuple[str, ...] = ()  # local benchmark exclusion lists (.json / .parquet)
+    exclude_benchmarks: tuple[str, ...] = ()  # evaluation splits to build exclusion keys from
     overlap_match: str = "either"
-    allow_short: bool = False      # a task with fewer valid rows than its count: error unless true
+    overlap_max_distance: int = 24  # dHash bits (of 256) within which two pictures are one
+    shortfall: str = "take"        # a task with fewer usable rows than its count: take / fail
+    min_parse_rate: float = 0.9    # refuse a source whose visited rows parse below this rate
+    require_pinned: bool = False   # refuse sources not pinned to a hub commit (cluster.revisions)
+    revisions: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        from vade.data.benchmarks import BENCHMARK_SPLITS
         from vade.data.sources import TASKS
 
         w = "data.paper"
@@ -116,13 +130,21 @@ class PaperConfig:
         _opt_str(f"{w}.local_dir", self.local_dir)
         _opt_str(f"{w}.cache_dir", self.cache_dir)
         check_bool(f"{w}.use_hub", self.use_hub)
-        check_bool(f"{w}.allow_short", self.allow_short)
+        check_bool(f"{w}.require_pinned", self.require_pinned)
         if isinstance(self.exclude, str) or not all(isinstance(p, str) and p for p in self.exclude):
             raise ValueError(f"config key '{w}.exclude' must be a list of file paths, "
                              f"got {self.exclude!r}")
+        if self.exclude_benchmarks:
+            _choices(f"{w}.exclude_benchmarks", list(self.exclude_benchmarks),
+                     tuple(BENCHMARK_SPLITS))
         if self.overlap_match not in OVERLAP_MATCH:
             raise ValueError(f"config key '{w}.overlap_match' must be one of {list(OVERLAP_MATCH)}, "
                              f"got {self.overlap_match!r}")
+        check_int(f"{w}.overlap_max_distance", self.overlap_max_distance, 0, 64)
+        if self.shortfall not in SHORTFALL:
+            raise ValueError(f"config key '{w}.shortfall' must be one of {list(SHORTFALL)}, "
+                             f"got {self.shortfall!r}")
+        check_float(f"{w}.min_parse_rate", self.min_parse_rate, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -187,5 +209,15 @@ def data_config_from_mapping(config: Mapping[str, Any]) -> DataConfig:
     kwargs["synthetic"] = _sub(data.get("synthetic"), SyntheticConfig, "data.synthetic",
                                {"domains": tuple, "chart_styles": tuple})
     if data.get("paper") is not None or data.get("kind") == "paper":
-        kwargs["paper"] = _sub(data.get("paper"), PaperConfig, "data.paper", {"exclude": tuple})
+        paper = dict(data.get("paper") or {}) if isinstance(data.get("paper"), Mapping) else \
+            data.get("paper")
+        if isinstance(paper, dict):
+            if "revisions" in paper:
+                raise ValueError("unknown key 'data.paper.revisions': pin hub revisions in "
+                                 "cluster.revisions (asset id -> commit)")
+            from vade.cluster.config import ClusterConfig
+
+            paper["revisions"] = dict(ClusterConfig.from_config(config).revisions)
+        kwargs["paper"] = _sub(paper, PaperConfig, "data.paper",
+                               {"exclude": tuple, "exclude_benchmarks": tuple})
     return DataConfig(**kwargs)

@@ -89,8 +89,8 @@ def image_hash(data: bytes) -> str:
     """sha256 of the decoded RGB pixels and size: equal for re-encodings of the same picture.
 
     Hashing pixels rather than file bytes makes a benchmark image match its training copy when
-    only the container changed (PNG re-saved, metadata stripped); a JPEG re-compression changes
-    pixels and is not matched (near-duplicate detection is out of scope).
+    only the container changed (PNG re-saved, metadata stripped); a JPEG re-compression or a
+    rescale changes pixels, which the perceptual hash (``vade.data.phash``) catches instead.
     """
     from PIL import Image
 

@@ -127,8 +127,10 @@ def _swap_in(tmp: Path, out: Path) -> None:
 
 
 def write_dataset(out_dir: str | Path, files: Sequence[SplitFile], *, template: str,
-                  with_difficulty: bool, manifest: dict[str, Any]) -> dict[str, Any]:
-    """Write every file, the catalog and the manifest (``manifest`` is extended and returned)."""
+                  with_difficulty: bool, manifest: dict[str, Any],
+                  extra_json: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write every file, the catalog, the manifest (``manifest`` is extended and returned) and
+    ``extra_json`` (file name -> JSON value; each file's sha256 goes into the manifest)."""
     out = Path(out_dir).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
@@ -159,6 +161,11 @@ def write_dataset(out_dir: str | Path, files: Sequence[SplitFile], *, template: 
             for task, n in sorted(Counter(i.task for i in sf.items).items()):
                 per_task[task] = per_task.get(task, 0) + n
         _write_catalog(tmp / "samples.duckdb", records, with_difficulty)
+        for name, value in (extra_json or {}).items():
+            with open(tmp / name, "w") as f:
+                json.dump(value, f, indent=1, sort_keys=True)
+                f.write("\n")
+            file_info[name] = {"sha256": file_sha256(tmp / name)}
         manifest = dict(manifest)
         manifest["counts"] = counts
         manifest["total_rows"] = index

@@ -38,7 +38,8 @@ from pathlib import Path
 
 from vade.eval.config import JudgeConfig
 
-__all__ = ["JudgeHandle", "JudgeRelay", "for_job", "judge_env", "running_judge", "serve",
+__all__ = ["JUDGE_MAX_MODEL_LEN", "JUDGE_TEMPLATE_TOKENS", "JudgeHandle", "JudgeRelay", "for_job",
+           "judge_context_tokens", "judge_env", "running_judge", "serve",
            "serve_command", "stop", "wait_ready"]
 
 
@@ -84,6 +85,21 @@ def for_job(cfg: JudgeConfig, tag: str) -> JudgeConfig:
     return dataclasses.replace(cfg, port=port, served_name=name)
 
 
+# The judge's context, set rather than left at the model's own limit (Qwen2.5-72B-Instruct:
+# 32768, for which vLLM must find KV room for a whole sequence at start). A judge request is a
+# template (instructions, the question, few-shot examples), the policy's response and the
+# verdict. The template budget is an upper bound assumed for the official extraction/match
+# prompts (MathVista's few-shot extraction prompt is the longest), not counted token by token.
+JUDGE_TEMPLATE_TOKENS = 3072
+JUDGE_OUTPUT_TOKENS = 256           # vade.eval.judge_client.MAX_TOKENS
+JUDGE_MAX_MODEL_LEN = 8192          # a 2048-token response + the template + the verdict, rounded up
+
+
+def judge_context_tokens(response_tokens: int) -> int:
+    """Tokens one judge request may need for a policy response of ``response_tokens``."""
+    return int(response_tokens) + JUDGE_TEMPLATE_TOKENS + JUDGE_OUTPUT_TOKENS
+
+
 def _filled(command: tuple[str, ...] | list[str], cfg: JudgeConfig) -> list[str]:
     return [a.replace("{port}", str(cfg.port)).replace("{served_name}", cfg.served_name)
             for a in command]
@@ -94,10 +110,13 @@ def serve_command(cfg: JudgeConfig) -> list[str]:
     given, else vLLM's OpenAI server with the judge's share of GPU memory."""
     if cfg.command:
         return _filled(cfg.command, cfg)
+    context = [] if any(a.startswith("--max-model-len") for a in cfg.extra_args) else [
+        "--max-model-len", str(JUDGE_MAX_MODEL_LEN)]   # extra_args may set its own
     return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", cfg.model,
             "--served-model-name", cfg.served_name, "--host", cfg.host, "--port", str(cfg.port),
             "--tensor-parallel-size", str(cfg.tensor_parallel_size),
-            "--gpu-memory-utilization", str(cfg.gpu_memory_utilization), *cfg.extra_args]
+            "--gpu-memory-utilization", str(cfg.gpu_memory_utilization), *context,
+            *cfg.extra_args]
 
 
 def serve(cfg: JudgeConfig, log_path: str | Path | None = None,

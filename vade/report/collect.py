@@ -17,7 +17,9 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from vade import methods
 from vade.methods import NAMES
+from vade.report.cost import overhead
 
 __all__ = ["Curve", "Inputs", "RunInfo", "RunKey", "collect", "history_files", "parse_run_id"]
 
@@ -74,12 +76,14 @@ class RunInfo:
     path: str | None = None
     last_step: int = 0
     curves: dict[str, Curve] = field(default_factory=dict)
+    n_samples: int | None = None    # training rows (the history's runs.n_samples)
 
     def upto(self, step: float) -> RunInfo:
         """The run as it stood at ``step``: comparing runs of different lengths at a step both
         reached (a 300-step run against a 150-step one at step 150)."""
         return RunInfo(self.key, self.status, self.path, min(self.last_step, int(step)),
-                       {name: c.upto(step) for name, c in self.curves.items()})
+                       {name: c.upto(step) for name, c in self.curves.items()},
+                       self.n_samples)
 
 
 @dataclass
@@ -108,12 +112,24 @@ class Inputs:
 
     def initial_rollouts_of(self, key: RunKey) -> int | None:
         """Rollouts of the initial difficulty estimate (Algorithm 1, lines 1-2: G per sample,
-        about one epoch) that run ``key`` started from: 0 for methods that do not use it
-        (vanilla, DAPO, base models); None when no difficulty file of its model was given."""
-        if key.method in ("vanilla", "dapo", "base"):
+        about one epoch) that run ``key`` started from: 0 for methods that do not read it
+        (``vade.methods``: not ``needs_difficulty``, e.g. vanilla, DAPO, MoPPS, GRESO, SEC; base
+        models); None when no difficulty file of its model was given."""
+        if key.method == "base" or not methods.get(key.method).needs_difficulty:
             return 0
         got = self.initial_rollouts.get(key.model, self.initial_rollouts.get("*"))
         return None if got is None else int(got)
+
+    def cost(self, key: RunKey, curve: Curve, axis: str = "all") -> np.ndarray:
+        """The rollouts at each point of ``curve`` on the report's cost axis: the history's
+        cumulative count plus, on axis ``all``, what the method consumed or needed besides
+        (``vade.report.cost``)."""
+        if axis == "generated":
+            return curve.rollouts
+        run = self.runs.get(key.run_id)
+        return curve.rollouts + overhead(key.method, curve.step,
+                                         initial=self.initial_rollouts_of(key),
+                                         n_samples=run.n_samples if run else None)
 
 
 def history_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -231,7 +247,8 @@ def collect(*, runs: Sequence[str | Path], evals: Sequence[str | Path],
         try:
             con = duckdb.connect(str(f), read_only=True)
             try:
-                ids = [r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()]
+                sizes = dict(con.execute("SELECT run_id, n_samples FROM runs").fetchall())
+                ids = list(sizes)
                 last = dict(con.execute("SELECT run_id, max(step) FROM steps GROUP BY run_id")
                             .fetchall())
             finally:
@@ -244,7 +261,8 @@ def collect(*, runs: Sequence[str | Path], evals: Sequence[str | Path],
             continue
         readable.append(f)
         for rid in ids:
-            infos[rid] = RunInfo(parse_run_id(rid), status, str(f), int(last.get(rid) or 0))
+            infos[rid] = RunInfo(parse_run_id(rid), status, str(f), int(last.get(rid) or 0),
+                                 n_samples=int(sizes[rid]))
     catalog = open_catalog(readable) if readable else None
     if catalog is not None:
         for rid, curves in _curves(catalog, metric_names).items():

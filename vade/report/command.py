@@ -72,8 +72,7 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
     fig_dir = out / "figures"
     figures.figure1(inputs, fig_dir / "figure1.png")
     figures.figure3(inputs, fig_dir / "figure3.png", cfg.val_metric, cfg.grad_norm_metric)
-    figures.figure4(inputs, fig_dir / "figure4.png", cfg.val_metric,
-                    initial=cfg.initial_rollouts_on_cost_axis)
+    figures.figure4(inputs, fig_dir / "figure4.png", cfg.val_metric, cost_axis=cfg.cost_axis)
     _, heat_note = diff.heatmap(inputs, fig_dir / "difficulty_heatmap.png",
                                 cfg.heatmap_samples, cfg.seed, cfg.heatmap_run)
     _, sel_text = diff.selection_counts(inputs, fig_dir / "selection_counts.png",
@@ -87,8 +86,9 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         "headline.html": ("Headline", tables.headline(inputs, cfg.val_metric,
                                                       cfg.headline_fraction, d)),
         "seeds.html": ("Statistics over seeds", seed_statistics(
-            inputs, cfg.val_metric, cfg.headline_fraction, d)
-            + "\n" + peer_statistics(inputs, cfg.val_metric, cfg.headline_fraction, d)),
+            inputs, cfg.val_metric, cfg.headline_fraction, d, cfg.cost_axis)
+            + "\n" + peer_statistics(inputs, cfg.val_metric, cfg.headline_fraction, d,
+                                     cfg.cost_axis, cfg.plateau_checks)),
     }
     for file, (title, text) in table_md.items():
         write_page(out / "tables" / file, text, f"{name}: {title}")
@@ -127,11 +127,14 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         "",
         ("Figure 4: (a) validation score against cumulative rollouts (from 0: validation "
          "before training); (b) cumulative rollouts against step, DAPO vs VADE (and DIVA-GRPO, "
-         "whose variants count as rollouts, and the peer samplers, where run). The initial difficulty rollouts (G per "
-         "training sample, Algorithm 1 lines 1-2) are "
-         + ("included in the cost of the methods that start from them"
-            if cfg.initial_rollouts_on_cost_axis else "not counted")
-         + " (report.initial_rollouts_on_cost_axis); the headline gives VADE's ratio both ways."),
+         "whose variants count as rollouts, and the peer samplers, where run). Cost axis "
+         f"'{cfg.cost_axis}' (report.cost_axis): "
+         + ("every rollout a method consumed or needed: generated (filtered ones included), "
+            "the initial difficulty rollouts (G per training sample, Algorithm 1 lines 1-2) of "
+            "the methods that start from them, and MMR1's published re-scoring (8 rollouts per "
+            "prompt every 4 steps)" if cfg.cost_axis == "all"
+            else "the rollouts each training run generated")
+         + "; the headline gives VADE's ratio both ways."),
         "",
         "## Per-sample difficulty",
         "",

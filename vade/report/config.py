@@ -9,6 +9,7 @@ from typing import Any
 
 from vade.checks import check_bool, check_float, check_int, reject_unknown
 from vade.grid import cells
+from vade.report.cost import COST_AXES
 
 __all__ = ["ReportConfig", "expected_runs", "table_columns"]
 
@@ -27,9 +28,15 @@ class ReportConfig:
     heatmap_run: the run whose posteriors the heatmap shows (default: the first VADE run).
     difficulty_buckets: inner edges on initial accuracy r/G; 0 and 1 are buckets of their own.
     benchmarks: column order of the benchmark tables (default: the order found, paper's first).
-    initial_rollouts_on_cost_axis: Figure 4 adds the initial difficulty rollouts (G per sample,
-    Algorithm 1 lines 1-2) to the cost of the methods that start from them; the headline shows
-    its ratio both ways regardless.
+    cost_axis: what a method's rollouts count on every rollout axis (Figure 4, the headline, the
+    peers' rollouts to target and equal-rollout comparison): ``all`` (default) every rollout it
+    consumed or needed: its generated rollouts (DAPO's and GRESO's filtered groups included),
+    the initial difficulty rollouts of the methods that start from them and MMR1's published
+    re-scoring (``vade.report.cost``); ``generated`` the histories' own counts only. The
+    headline shows VADE's ratio both ways regardless.
+    plateau_checks: steps at which DAPO's plateau rule is checked, in order, on the curve as it
+    stood there (the first where it holds gives the plateau; empty: the whole curve only). Set
+    it before the runs (the study's overlay does): it is the stopping rule, not a tuning knob.
     """
 
     val_metric: str = "val/acc"
@@ -42,7 +49,8 @@ class ReportConfig:
     benchmarks: tuple[str, ...] | None = None
     seed: int = 0
     decimals: int = 2
-    initial_rollouts_on_cost_axis: bool = False
+    cost_axis: str = "all"
+    plateau_checks: tuple[int, ...] = ()
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> ReportConfig:
@@ -55,13 +63,22 @@ class ReportConfig:
         if "headline_fraction" in v:
             v["headline_fraction"] = check_float("report.headline_fraction",
                                                  v["headline_fraction"], 0.0, 1.0, open_lo=True)
-        for key in ("paper_comparison", "initial_rollouts_on_cost_axis"):
-            if key in v:
-                check_bool(f"report.{key}", v[key])
+        if "paper_comparison" in v:
+            check_bool("report.paper_comparison", v["paper_comparison"])
+        if "cost_axis" in v and v["cost_axis"] not in COST_AXES:
+            raise ValueError(f"report.cost_axis must be one of {', '.join(COST_AXES)}, got "
+                             f"{v['cost_axis']!r}")
         for key, lo, hi in (("heatmap_samples", 1, 1000), ("seed", 0, 2**32 - 1),
                             ("decimals", 0, 6)):
             if key in v:
                 check_int(f"report.{key}", v[key], lo, hi)
+        if "plateau_checks" in v:
+            checks = v["plateau_checks"]
+            if not isinstance(checks, (list, tuple)):
+                raise ValueError(f"report.plateau_checks must be a list of steps, got {checks!r}")
+            for k, c in enumerate(checks):
+                check_int(f"report.plateau_checks[{k}]", c, 1, 10**9)
+            v["plateau_checks"] = tuple(sorted(int(c) for c in checks))
         if v.get("heatmap_run") is not None and not isinstance(v["heatmap_run"], str):
             raise ValueError(f"report.heatmap_run must be a run id, got {v['heatmap_run']!r}")
         if "difficulty_buckets" in v:

@@ -91,9 +91,10 @@ def seed_band(curves: Sequence, x: str) -> tuple:
 
 
 def _panel(ax, inputs: Inputs, model: str, algo: str, methods: Sequence[str], metric: str,
-           x: str, ylabel: str, score: bool, initial: bool = False) -> None:
-    """``initial``: add each run's initial difficulty rollouts to its cost (x = rollouts, or
-    the cumulative-rollouts curve itself)."""
+           x: str, ylabel: str, score: bool, cost_axis: str = "generated") -> None:
+    """``cost_axis``: what the rollouts count (``vade.report.cost``; x = rollouts, or the
+    cumulative-rollouts curve itself): ``all`` adds what each method consumed or needed
+    besides its generated rollouts."""
     missing = []
     by_method: dict[str, list] = {}
     for key in inputs.run_keys():
@@ -103,11 +104,10 @@ def _panel(ax, inputs: Inputs, model: str, algo: str, methods: Sequence[str], me
         if curve is None or curve.step.size == 0:
             missing.append(key.run_id)
             continue
-        if initial:  # the run's initial difficulty rollouts count as spent before step 1
-            offset = inputs.initial_rollouts_of(key) or 0
-            curve = replace(curve, rollouts=curve.rollouts + offset,
-                            value=curve.value + offset if metric == "rollouts_cumulative"
-                            else curve.value)
+        if cost_axis != "generated":
+            cost = inputs.cost(key, curve, cost_axis)
+            curve = replace(curve, rollouts=cost,
+                            value=cost if metric == "rollouts_cumulative" else curve.value)
         by_method.setdefault(key.method, []).append((key, curve))
     over_seeds = any(len(v) > 1 for v in by_method.values())
     for method, runs in by_method.items():
@@ -156,7 +156,7 @@ def _min_span(ax, span: float) -> None:
 
 def _grid(inputs: Inputs, methods: Sequence[str], panels: Sequence[tuple[str, str, str]],
           title: str, path: Path, score_metric: str | None = None,
-          initial: bool = False) -> Path:
+          cost_axis: str = "generated") -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -174,7 +174,7 @@ def _grid(inputs: Inputs, methods: Sequence[str], panels: Sequence[tuple[str, st
     for row, (model, algo) in enumerate(pairs):
         for col, (metric, x, ylabel) in enumerate(panels):
             _panel(axes[row][col], inputs, model, algo, methods, metric, x, ylabel,
-                   score=metric == score_metric, initial=initial)
+                   score=metric == score_metric, cost_axis=cost_axis)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return save(fig, path)
@@ -196,14 +196,13 @@ def figure3(inputs: Inputs, path: Path, val_metric: str, grad_metric: str) -> Pa
                  "Figure 3: training dynamics, vanilla vs VADE", path, score_metric=val_metric)
 
 
-def figure4(inputs: Inputs, path: Path, val_metric: str, initial: bool = False) -> Path:
-    """Validation score vs cumulative rollouts; cumulative rollouts vs step (paper Figure 4).
-    ``initial``: the cost of methods that start from the initial difficulty estimate includes
-    its rollouts (the title says which)."""
+def figure4(inputs: Inputs, path: Path, val_metric: str, cost_axis: str = "all") -> Path:
+    """Validation score vs cumulative rollouts; cumulative rollouts vs step (paper Figure 4),
+    on the report's cost axis (the title says which)."""
     title = "Figure 4: rollout efficiency of DAPO, VADE and the others run" + (
-        " (incl. initial difficulty rollouts)" if initial
-        else " (initial difficulty rollouts not counted)")
+        " (every rollout consumed or needed)" if cost_axis == "all"
+        else " (generated rollouts only)")
     return _grid(inputs, ("dapo", "vade", *DIVA, *PEERS),
                  [(val_metric, "rollouts", "validation score"),
                   ("rollouts_cumulative", "step", "cumulative rollouts")],
-                 title, path, score_metric=val_metric, initial=initial)
+                 title, path, score_metric=val_metric, cost_axis=cost_axis)

@@ -51,17 +51,21 @@ def _peak(curve: Curve | None) -> float | None:
     return float(np.nanmax(curve.value))
 
 
-def run_numbers(run: RunInfo, val_metric: str, target: float | None) -> RunNumbers:
-    """Final validation score, mean effective ratio and rollouts to ``target`` of one run."""
+def run_numbers(run: RunInfo, val_metric: str, target: float | None,
+                inputs: Inputs | None = None, cost_axis: str = "all") -> RunNumbers:
+    """Final validation score, mean effective ratio and rollouts to ``target`` of one run;
+    with ``inputs``, rollouts on its cost axis (``vade.report.cost``), else the history's."""
     val = run.curves.get(val_metric)
+    x = None if val is None else (inputs.cost(run.key, val, cost_axis) if inputs is not None
+                                  else val.rollouts)
     ratio = run.curves.get("effective_ratio")
     mean_ratio = (float(np.nanmean(ratio.value))
                   if ratio is not None and np.isfinite(ratio.value).any() else None)
     reach = peak = None
     if val is not None and target is not None:
-        reach = first_reaching(val.rollouts, val.value, target)
+        reach = first_reaching(x, val.value, target)
     if val is not None and _peak(val) is not None:
-        peak = first_reaching(val.rollouts, val.value, _peak(val))
+        peak = first_reaching(x, val.value, _peak(val))
     return RunNumbers(_final(val), mean_ratio, reach, peak)
 
 
@@ -82,16 +86,20 @@ class _Table:
     runs: dict[str, dict[int, RunInfo]]
     val_metric: str
     targets: dict[int, float]
+    inputs: Inputs
+    cost_axis: str
 
     @classmethod
     def of(cls, inputs: Inputs, model: str, algo: str, val_metric: str,
-           fraction: float) -> _Table:
+           fraction: float, cost_axis: str) -> _Table:
         runs = inputs.complete_runs(model, algo)
         peaks = {s: _peak(r.curves.get(val_metric)) for s, r in runs.get("dapo", {}).items()}
-        return cls(runs, val_metric, {s: fraction * p for s, p in peaks.items() if p is not None})
+        return cls(runs, val_metric, {s: fraction * p for s, p in peaks.items() if p is not None},
+                   inputs, cost_axis)
 
     def numbers(self, run: RunInfo) -> RunNumbers:
-        return run_numbers(run, self.val_metric, self.targets.get(run.key.seed))
+        return run_numbers(run, self.val_metric, self.targets.get(run.key.seed), self.inputs,
+                           self.cost_axis)
 
     def end(self, run: RunInfo) -> float | None:
         curve = run.curves.get(self.val_metric)
@@ -165,7 +173,8 @@ def _headline_rows(table: _Table, d: int) -> list[list[str]]:
             " after training began)", str(ratio.n)]]
 
 
-def seed_statistics(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2) -> str:
+def seed_statistics(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2,
+                    cost_axis: str = "all") -> str:
     """The Markdown section (one table per model and algorithm, plus the VADE-DAPO pair)."""
     pairs = sorted({(k.model, k.algorithm) for k in inputs.run_keys() if k.method in ORDER})
     text = ["## Statistics over seeds", ""]
@@ -183,7 +192,7 @@ def seed_statistics(inputs: Inputs, val_metric: str, fraction: float, decimals: 
     header = ["method", "seeds", "steps", "final validation", "Δ vs vanilla (paired)",
               "mean effective ratio", "Δ vs vanilla (paired)", f"rollouts to {target}"]
     for model, algo in pairs:
-        table = _Table.of(inputs, model, algo, val_metric, fraction)
+        table = _Table.of(inputs, model, algo, val_metric, fraction, cost_axis)
         text += [f"### {model} {algo.upper()}", "", _md(header, _method_rows(table, decimals)),
                  ""]
         head = _headline_rows(table, decimals)
@@ -194,7 +203,7 @@ def seed_statistics(inputs: Inputs, val_metric: str, fraction: float, decimals: 
         f"Mean over seeds [95% t-interval]; Δ columns: the mean of per-seed differences (same "
         f"seed, model and data) with their own interval, both runs taken at the pair's common "
         f"last validated step; * = the interval excludes 0. Steps: the runs' last validated "
-        f"step. Final validation = '{val_metric}' at that step. Rollouts: cumulative "
-        f"rollouts at the first validation point at or above {target} for the same seed "
+        f"step. Final validation = '{val_metric}' at that step. Rollouts (cost axis "
+        f"'{cost_axis}', report.cost_axis): cumulative rollouts at the first validation point at or above {target} for the same seed "
         "(mean over the seeds that reach it). Complete runs only.")
     return "\n".join(text) + "\n"

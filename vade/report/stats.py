@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "mean_interval", "paired_interval", "t_quantile_975"]
+__all__ = ["Interval", "mean_interval", "paired_interval", "paired_sd_from_interval",
+           "seeds_to_separate", "t_quantile_975"]
 
 # Two-sided 95% (upper 0.975) quantiles of Student's t, df = 1..30.
 _T975 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
@@ -86,3 +87,35 @@ def paired_interval(a: Mapping[int, float | None], b: Mapping[int, float | None]
              if a[s] is not None and b[s] is not None
              and math.isfinite(a[s]) and math.isfinite(b[s])]
     return mean_interval(diffs)
+
+
+def paired_sd_from_interval(low: float, high: float, n: int) -> float:
+    """The standard deviation of the per-seed differences behind a 95% t-interval over ``n``
+    seeds: half-width x sqrt(n) / t(0.975, n - 1), for when only the interval was kept."""
+    if n < 2 or not high >= low:
+        raise ValueError(f"need n >= 2 and high >= low, got n = {n}, [{low}, {high}]")
+    return (high - low) / 2 * math.sqrt(n) / t_quantile_975(n - 1)
+
+
+_Z80 = 0.8416212335729143  # standard normal 0.8 quantile
+
+
+def seeds_to_separate(sd: float, difference: float, power: float = 0.5,
+                      most: int = 10_000) -> int:
+    """Seeds (n >= 2) whose paired 95% t-interval excludes 0 when the true difference is
+    ``difference`` and the per-seed differences have standard deviation ``sd``.
+
+    ``power`` 0.5: the expected interval's half-width, t(0.975, n - 1) sd / sqrt(n), is at most
+    the difference (a study of that size separates it about half the time); 0.8: the usual
+    planning rule (t(0.975, n - 1) + z(0.8)) sd / sqrt(n) <= difference (normal approximation of
+    the power term, slightly optimistic for small n).
+    """
+    if not sd > 0 or not difference > 0:
+        raise ValueError(f"need sd > 0 and difference > 0, got {sd}, {difference}")
+    if power not in (0.5, 0.8):
+        raise ValueError(f"power must be 0.5 or 0.8, got {power}")
+    extra = 0.0 if power == 0.5 else _Z80
+    for n in range(2, most + 1):
+        if (t_quantile_975(n - 1) + extra) * sd / math.sqrt(n) <= difference:
+            return n
+    raise ValueError(f"more than {most} seeds needed (sd {sd}, difference {difference})")

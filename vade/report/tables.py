@@ -219,7 +219,7 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
     """Per (model, algorithm, seed): rollouts VADE needs to reach ``fraction`` of DAPO's peak."""
     header = ["Model", "Algo.", "seed", "DAPO peak", "target", "DAPO rollouts to peak",
               "DAPO rollouts to target", "VADE rollouts to target", "ratio (VADE / DAPO peak)",
-              "VADE incl. initial", "ratio incl. initial", "runs"]
+              "VADE, every rollout", "ratio, every rollout", "runs"]
     body = []
     keys = inputs.run_keys()
     for model, algo in _pairs(inputs, ("dapo", "vade")):
@@ -244,10 +244,10 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
                 body.append([model, algo.upper(), str(seed), *["missing"] * 8, f"{ids[0]}: {exc}"])
                 continue
             f = f"{{:.{decimals + 1}f}}"  # scores in [0, 1]: one more digit shows the target
-            offset = inputs.initial_rollouts_of(v.key)
-            with_initial = (["n/a (no difficulty file)"] * 2 if offset is None else _reach(
-                rollout_ratio(dc.rollouts, dc.value, vc.rollouts + offset, vc.value, fraction),
-                f))
+            with_initial = (["n/a (no difficulty file)"] * 2
+                            if inputs.initial_rollouts_of(v.key) is None else _reach(
+                rollout_ratio(inputs.cost(d.key, dc), dc.value, inputs.cost(v.key, vc),
+                              vc.value, fraction), f))
             body.append([model, algo.upper(), str(seed), f.format(r.dapo_peak),
                          f.format(r.target), f"{r.dapo_rollouts_to_peak:.0f}",
                          f"{r.dapo_rollouts_to_target:.0f}", *_reach(r, f), *with_initial,
@@ -261,8 +261,9 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
                  (f"Validation metric '{val_metric}'; rollouts are cumulative generated "
                   "rollouts (DAPO counts the ones it filtered out). A curve 'reaches' the target "
                   "at its first validation point at or above it (no interpolation). Paper: "
-                  "about 1/3 (Section 4.3). 'incl. initial' adds VADE's initial difficulty "
-                  "rollouts (G per training sample, Algorithm 1 lines 1-2, about one epoch, "
-                  "from the difficulty file) to its cost; the first two ratio columns leave "
-                  "them out.")]
+                  "about 1/3 (Section 4.3). 'every rollout' adds what each method consumed "
+                  "besides its generated rollouts (report.cost_axis 'all', vade.report.cost): "
+                  "VADE's initial difficulty rollouts (G per training sample, Algorithm 1 "
+                  "lines 1-2, about one epoch, from the difficulty file); the first two ratio "
+                  "columns leave them out.")]
     return "\n".join(text) + "\n"

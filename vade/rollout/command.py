@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import os
+    import shutil
+    from pathlib import Path
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from vade.data.records import read_examples
@@ -47,11 +49,29 @@ def run(args: argparse.Namespace) -> int:
     model_path = resolve_model_path(args.model)
     examples = read_examples(args.data)  # validates rows before the model loads
     engine = make_engine(cfg.engine, model_path, batch_size=cfg.batch_size,
-                         threads=cfg.threads or None)
-    result = initial_difficulty(engine, examples, cfg, seed=seed, progress=not args.no_progress)
+                         threads=cfg.threads or None,
+                         **({"tensor_parallel_size": cfg.tensor_parallel_size}
+                            if cfg.engine == "vllm" else {}))
+    if hasattr(engine, "groups"):
+        print(f"{len(engine.groups)} engines of {cfg.tensor_parallel_size} GPU(s) each: "
+              + " | ".join(",".join(g) for g in engine.groups), flush=True)
+    chunks = Path(args.out) / "chunks"   # a killed job restarts after its last written chunk
+    data = Path(args.data).stat()
+    try:
+        result = initial_difficulty(engine, examples, cfg, seed=seed,
+                                    progress=not args.no_progress, resume_dir=chunks,
+                                    resume_key={"model": str(model_path),
+                                                "data": [str(args.data), data.st_size,
+                                                         data.st_mtime_ns]})
+    finally:
+        if hasattr(engine, "close"):
+            engine.close()
+    if result["chunks_resumed"]:
+        print(f"resumed {result['chunks_resumed']} written chunk(s) from {chunks}")
     summary = write_difficulty(args.out, result, cfg=cfg,
                                extra={"model": str(args.model), "data": str(args.data),
                                       "seed": seed})
+    shutil.rmtree(chunks, ignore_errors=True)
     print(format_histogram(summary[f"pass_at_{cfg.rollouts}_histogram"]))
     print(f"{summary['items']} prompts x {cfg.rollouts} rollouts in {summary['seconds']:.1f} s "
           f"({summary['prompts_per_second']:.1f} prompts/s), mean accuracy "

@@ -9,7 +9,10 @@ Outputs (``--out results/<name>/difficulty``), each written under a temporary na
 ``initial.parquet`` (sample_id int64, correct int64, rollouts int64) and ``difficulty.duckdb``
 (table ``initial_difficulty``, same columns), plus ``summary.json`` (histogram, throughput).
 Generation is chunked (``batch_size`` rollouts per engine call) with a seed per chunk derived
-from (seed, chunk), so the result is deterministic for (model, data, config, seed).
+from (seed, chunk), so the result is deterministic for (model, data, config, seed). With
+``resume_dir`` each chunk's counts are written there as it finishes (``chunk-<k>.npy``, renamed
+into place), under a key of everything the counts depend on: a job killed at its time limit
+restarts after its last written chunk, and a changed input starts over.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ class DifficultyConfig:
     max_new_tokens: int = 16    # response budget (tiny default; paper scale: ~2048)
     batch_size: int = 256       # rollouts per engine call (HF); vLLM batches internally
     threads: int = 1            # torch CPU threads for the HF engine (0 = torch's default)
+    tensor_parallel_size: int = 1  # vllm: GPUs per engine; the job's GPUs / this = engines
 
     def __post_init__(self) -> None:
         from vade.rollout.engine import ENGINES
@@ -60,7 +64,8 @@ class DifficultyConfig:
         if self.engine not in ENGINES:
             raise ValueError(f"config key '{w}engine' must be one of {ENGINES}, got {self.engine!r}")
         for key, lo, hi in (("rollouts", 2, 1024), ("max_new_tokens", 1, 1 << 16),
-                            ("batch_size", 1, 1 << 20), ("threads", 0, 1024)):
+                            ("batch_size", 1, 1 << 20), ("threads", 0, 1024),
+                            ("tensor_parallel_size", 1, 64)):
             check_int(w + key, getattr(self, key), lo, hi)
         check_float(w + "temperature", self.temperature, 0, 2, open_lo=True)
 
@@ -92,8 +97,12 @@ def _default_scorer(texts: list[str], examples: list[Example]) -> np.ndarray:
 def initial_difficulty(engine: GenerationEngine, examples: Sequence[Example],
                        cfg: DifficultyConfig, *, seed: int,
                        score: Callable[[list[str], list[Example]], np.ndarray] | None = None,
-                       progress: bool = True) -> dict[str, Any]:
-    """r (correct out of G) per training sample; returns arrays and run statistics."""
+                       progress: bool = True, resume_dir: str | Path | None = None,
+                       resume_key: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """r (correct out of G) per training sample; returns arrays and run statistics.
+
+    ``resume_dir``: chunks already written there under the same ``resume_key`` (plus the
+    config, seed and row count) are read back instead of generated."""
     from tqdm import tqdm
 
     if not examples:
@@ -103,12 +112,20 @@ def initial_difficulty(engine: GenerationEngine, examples: Sequence[Example],
     g = cfg.rollouts
     per_call = max(1, cfg.batch_size // g)
     correct = np.zeros(len(examples), dtype=np.int64)
+    chunks = None if resume_dir is None else _Chunks(Path(resume_dir), {
+        **dict(resume_key or {}), "config": asdict(cfg), "seed": int(seed),
+        "rows": len(examples)})
     t0 = time.perf_counter()
     bar = tqdm(total=len(examples), desc="initial difficulty", unit="prompt",
                disable=not progress, mininterval=1.0)
     with bar:
         for k, start in enumerate(range(0, len(examples), per_call)):
             chunk = list(examples[start:start + per_call])
+            kept = chunks.read(k, len(chunk)) if chunks is not None else None
+            if kept is not None:
+                correct[start:start + len(chunk)] = kept
+                bar.update(len(chunk))
+                continue
             chunk_seed = int(np.random.SeedSequence([seed, k]).generate_state(1)[0])
             ro = engine.generate(chunk, g, temperature=cfg.temperature,
                                  max_new_tokens=cfg.max_new_tokens, seed=chunk_seed)
@@ -119,13 +136,50 @@ def initial_difficulty(engine: GenerationEngine, examples: Sequence[Example],
                                  f"expected {g} each")
             correct[start:start + len(chunk)] = np.bincount(
                 ro.example_pos, weights=acc > 0.5, minlength=len(chunk)).astype(np.int64)
+            if chunks is not None:
+                chunks.write(k, correct[start:start + len(chunk)])
             bar.update(len(chunk))
             done = start + len(chunk)
             bar.set_postfix(acc=f"{correct[:done].sum() / (done * g):.3f}", refresh=False)
     seconds = time.perf_counter() - t0
     return {"sample_id": sample_ids, "correct": correct,
+            "chunks_resumed": chunks.resumed if chunks is not None else 0,
             "rollouts": np.full(len(examples), g, dtype=np.int64), "seconds": seconds,
             "prompts_per_second": len(examples) / seconds if seconds > 0 else float("inf")}
+
+
+class _Chunks:
+    """Per-chunk counts on disk, valid only under the key they were written with."""
+
+    def __init__(self, folder: Path, key: Mapping[str, Any]) -> None:
+        import shutil
+
+        self.folder = folder
+        text = json.dumps(key, sort_keys=True, default=str)
+        key_file = folder / "key.json"
+        if folder.is_dir() and (not key_file.is_file() or key_file.read_text() != text):
+            print(f"{folder}: written chunks are of other inputs or settings; starting over")
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        if not key_file.is_file():
+            key_file.write_text(text)
+        self.resumed = 0
+
+    def read(self, k: int, rows: int) -> np.ndarray | None:
+        path = self.folder / f"chunk-{k:06d}.npy"
+        if not path.is_file():
+            return None
+        values = np.load(path)
+        if values.shape != (rows,):
+            return None
+        self.resumed += 1
+        return values
+
+    def write(self, k: int, values: np.ndarray) -> None:
+        path = self.folder / f"chunk-{k:06d}.npy"
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.npy")
+        np.save(tmp, np.asarray(values, dtype=np.int64))
+        os.replace(tmp, path)
 
 
 def pass_histogram(correct: np.ndarray, g: int) -> list[int]:

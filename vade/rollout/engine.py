@@ -92,8 +92,13 @@ class GenerationEngine(Protocol):
 
 
 def make_engine(kind: str, model_path: str, *, batch_size: int = 64, threads: int | None = 1,
+                tensor_parallel_size: int = 1, gpus: list[str] | None = None,
                 **kwargs: Any) -> GenerationEngine:
-    """An engine by config name (``difficulty.engine``): ``hf`` (CPU) or ``vllm`` (GPU)."""
+    """An engine by config name (``difficulty.engine``): ``hf`` (CPU) or ``vllm`` (GPU).
+
+    ``vllm`` uses every GPU of the job (``gpus``, default the visible ones): one engine of
+    ``tensor_parallel_size`` GPUs when that is all of them, else one engine per group of that
+    size, each in its own process (``vade.rollout.parallel``)."""
     if kind == "hf":
         from vade.models.policy import load_policy
         from vade.rollout.hf import HFEngine
@@ -101,7 +106,16 @@ def make_engine(kind: str, model_path: str, *, batch_size: int = 64, threads: in
         model, processor = load_policy(model_path, threads=threads)
         return HFEngine(model, processor, batch_size=batch_size)
     if kind == "vllm":
-        from vade.rollout.vllm_engine import VLLMEngine
+        import importlib.util
+        from functools import partial
 
-        return VLLMEngine(model_path, **kwargs)
+        from vade.rollout.parallel import DataParallelEngine, gpu_groups, visible_gpus
+        from vade.rollout.vllm_engine import VLLMEngine, require_vllm
+
+        if importlib.util.find_spec("vllm") is None:   # said before the GPU count is
+            require_vllm()   # (not imported here: the engines' processes import it)
+        groups = gpu_groups(visible_gpus() if gpus is None else gpus, tensor_parallel_size)
+        factory = partial(VLLMEngine, model_path, tensor_parallel_size=tensor_parallel_size,
+                          **kwargs)
+        return factory() if len(groups) == 1 else DataParallelEngine(factory, groups)
     raise ValueError(f"unknown generation engine {kind!r} (choose from {ENGINES})")

@@ -4,7 +4,9 @@ vLLM is not part of the CPU environment, so it is imported when the engine is bu
 missing install is a clear error, not an ImportError deep in a traceback. Prompts are rendered
 with the checkpoint's own chat template (the processor's ``apply_chat_template``) and images go
 in ``multi_modal_data``, the documented offline multimodal input of ``vllm.LLM.generate``. One
-request per example with ``SamplingParams(n=G, seed=...)`` keeps the G responses grouped.
+request per example with ``SamplingParams(n=G, seed=...)`` keeps the G responses grouped; each
+request's seed comes from (call seed, the example's sample id), so a response does not depend on
+which engine of a data-parallel job (``vade.rollout.parallel``) drew it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,24 @@ from vade.rollout.engine import Rollouts
 if TYPE_CHECKING:  # pragma: no cover
     from vade.data.records import Example
 
-__all__ = ["VLLMEngine"]
+__all__ = ["VLLMEngine", "request_seed", "require_vllm"]
+
+
+def require_vllm() -> Any:
+    """The vllm module, or one clear error naming the alternative."""
+    try:
+        import vllm
+    except ImportError as exc:
+        raise RuntimeError(
+            "difficulty.engine 'vllm' needs the vllm package, which is not installed in this "
+            "environment (it needs a GPU); install the train-verl environment or use "
+            f"engine 'hf' on CPU ({exc})") from None
+    return vllm
+
+
+def request_seed(seed: int, sample_id: int) -> int:
+    """One request's sampling seed: a function of the call's seed and the sample alone."""
+    return int(np.random.SeedSequence([int(seed), int(sample_id)]).generate_state(1)[0])
 
 
 class VLLMEngine:
@@ -28,13 +47,7 @@ class VLLMEngine:
     def __init__(self, model_path: str, *, max_images_per_prompt: int = 1,
                  gpu_memory_utilization: float = 0.85, dtype: str = "bfloat16",
                  **llm_kwargs: Any) -> None:
-        try:
-            import vllm
-        except ImportError as exc:
-            raise RuntimeError(
-                "difficulty.engine 'vllm' needs the vllm package, which is not installed in this "
-                "environment (it needs a GPU); install the train-verl environment or use "
-                f"engine 'hf' on CPU ({exc})") from None
+        vllm = require_vllm()
         from transformers import AutoProcessor
 
         self.model_path = str(model_path)
@@ -60,8 +73,9 @@ class VLLMEngine:
 
         if n < 1:
             raise ValueError(f"VLLMEngine.generate: n must be >= 1, got {n}")
-        params = SamplingParams(n=n, temperature=float(temperature), top_k=-1, top_p=1.0,
-                                max_tokens=max_new_tokens, seed=seed)
+        params = [SamplingParams(n=n, temperature=float(temperature), top_k=-1, top_p=1.0,
+                                 max_tokens=max_new_tokens, seed=request_seed(seed, ex.index))
+                  for ex in examples]
         outputs = self.llm.generate([self._request(ex) for ex in examples], params)
         texts = [c.text for o in outputs for c in o.outputs]
         if progress is not None:

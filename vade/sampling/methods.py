@@ -8,6 +8,7 @@ A ``peer`` row is the class registered under its name in ``vade.sampling.peers.P
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -60,18 +61,21 @@ def make_sampler(
     alpha: np.ndarray | None = None,
     beta: np.ndarray | None = None,
     threads: int | None = None,
+    labels: Sequence[Any] | None = None,
 ) -> Sampler:
     """The sampler that chooses ``method``'s prompts (any name of ``vade.methods``);
     ``alpha``/``beta`` come from the initial rollouts and are ignored by a uniform chooser; a
-    peer row gets ``PEERS[method].for_run`` (its published defaults)."""
+    peer row gets ``PEERS[method].for_run`` (its published defaults), with ``labels`` (the
+    rows' ``extra_info.difficulty``) for a row that ``reads_labels``."""
     row = _method(method)
     if row.chooser == "peer":
         from vade.sampling.peers import PEERS
 
-        if method not in PEERS:
+        if row.sampler_name not in PEERS:
             raise ValueError(f"method {method!r} has chooser 'peer' but no class in "
                              "vade.sampling.peers.PEERS")
-        return PEERS[method].for_run(n_samples, batch_size, seed=seed, alpha=alpha, beta=beta)
+        return PEERS[row.sampler_name].for_run(n_samples, batch_size, seed=seed, alpha=alpha,
+                                               beta=beta, labels=labels)
     if not row.uses_posterior:
         return UniformSampler(n_samples, batch_size, seed=seed)
     return VadeSampler(n_samples, batch_size, lambda1=lambda1, lambda2=lambda2, seed=seed,

@@ -56,7 +56,8 @@ def _check_values(method: str, opts: Mapping[str, Any]) -> None:
         if method in VADE_FAMILY:
             make_sampler(method, 2, 1, **opts)
         elif method in PEERS:
-            extra = {"categories": np.zeros(2, dtype=np.int64)} if method == "sec" else {}
+            extra = ({"categories": np.zeros(2, dtype=np.int64)}
+                     if method.startswith("sec") else {})
             PEERS[method](2, 1, **extra, **opts)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"options.{method}: {exc}") from exc

@@ -17,9 +17,14 @@ Methods:
   of a DAPO step is (informative groups trained) / B: short batches show up as a lower ratio.
 * ``vade``, ``symmetric``, ``greedy``, ``last-update``: ``make_sampler`` (VADE and the Table 2
   ablations); options ``lambda1``/``lambda2``.
-* ``mopps``, ``greso``, ``mmr1``, ``sec``: the peer samplers of ``vade.sampling.peers``; options
-  are their constructor's keyword arguments. SEC's categories are the environment's difficulty
-  levels.
+* the peers of ``vade.sampling.peers`` (``mopps``, ``greso``, ``mmr1``, ``sec`` as published,
+  and ``mopps-prior``, ``greso-skip``, ``sec-passrate``); options are their constructor's
+  keyword arguments. ``greso`` runs under DAPO's filter and cap like ``dapo``, with GRESO's skip
+  rule as the draw (``vade.methods``: shaping ``dapo``). SEC's arms are the environment's
+  difficulty levels (a label that costs nothing); ``sec-passrate`` bins measured initial pass
+  rates and ``mopps-prior`` starts from the initial successes, both paying N x G rollouts at
+  step 1; MMR1 pays each re-scoring pass (8 rollouts per prompt every 4 steps, the first at
+  step 1).
 """
 
 from __future__ import annotations
@@ -31,18 +36,23 @@ from typing import Any
 
 import numpy as np
 
+from vade import methods as method_table
 from vade.checks import check_number
 from vade.sampling import UniformSampler, make_sampler
 from vade.sampling.methods import METHODS as SAMPLER_METHODS
-from vade.sampling.peers import PEERS
+from vade.sampling.peers import PEERS, difficulty_categories
 from vade.simulate.dynamics import DynamicsParams, PassRateEnv
-from vade.train.dapo import dynamic_sample
+from vade.train.dapo import dynamic_sample, observe_filtered
 
 __all__ = ["CURVES", "METHODS", "RunSettings", "build_sampler", "method_options", "run_method"]
 
 # VADE and its Table 2 ablations: every named sampler method except the uniform baseline.
 VADE_FAMILY = tuple(m for m, overrides in SAMPLER_METHODS.items() if overrides is not None)
 METHODS = ("vanilla", "dapo", *VADE_FAMILY, *PEERS)
+# the peers that start from the initial difficulty rollouts (paid N x G at step 1)
+READS_INITIAL = tuple(m for m in PEERS if method_table.get(m).reads_difficulty and m != "mmr1")
+FILTERED = tuple(m for m in PEERS if method_table.get(m).filters)  # under DAPO's filter
+_DATA_ARGS = ("seed", "categories", "initial_correct", "initial_failed")  # not options
 # Per-step arrays returned by run_method, in this order (also the columns of sim_steps).
 CURVES = ("effective_ratio", "mean_pass_rate", "rollouts", "cumulative_rollouts", "n_trained")
 
@@ -82,7 +92,7 @@ def method_options(method: str) -> tuple[str, ...]:
     if method in PEERS:
         params = inspect.signature(PEERS[method].__init__).parameters.values()
         return tuple(p.name for p in params
-                     if p.kind is p.KEYWORD_ONLY and p.name not in ("seed", "categories"))
+                     if p.kind is p.KEYWORD_ONLY and p.name not in _DATA_ARGS)
     return ()
 
 
@@ -103,26 +113,46 @@ def build_sampler(method: str, env: PassRateEnv, batch_size: int, seed: int,
         alpha, beta = (None, None) if initial is None else (initial, g - initial)
         return make_sampler(method, n, batch_size, seed=seed, alpha=alpha, beta=beta,
                             threads=1, **options)
-    if method == "sec":
-        options["categories"] = env.category
     if method in PEERS:
-        return PEERS[method](n, batch_size, seed=seed, **options)
+        return PEERS[method](n, batch_size, seed=seed, **_peer_data(method, env, initial),
+                             **options)
     raise ValueError(f"{method!r} is not a sampler")
 
 
-def _dapo_step(env: PassRateEnv, drawer: UniformSampler, batch_size: int,
-               cap: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """One DAPO step (``vade.train.dapo.dynamic_sample``, whole draws); returns (idx, r,
-    rollouts) of the informative groups trained on."""
+def _peer_data(method: str, env: PassRateEnv, initial: np.ndarray | None) -> dict[str, Any]:
+    """What a peer reads besides its options: SEC's arms (the environment's levels, or bins of
+    the measured initial pass rate), MoPPS's optional prior from the initial successes."""
+    if method == "sec":
+        return {"categories": env.category}
+    if method not in READS_INITIAL:
+        return {}
+    if initial is None:
+        raise ValueError(f"{method} starts from the initial rollouts: pass initial")
     g = env.params.group_size
+    if method == "sec-passrate":
+        return {"categories": difficulty_categories(initial / g)}
+    return {"initial_correct": initial, "initial_failed": g - initial}
+
+
+def _dapo_step(env: PassRateEnv, drawer: Any, batch_size: int,
+               cap: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """One step under DAPO's filter (``vade.train.dapo.dynamic_sample``, whole draws) with
+    ``drawer`` as the draw: DAPO's uniform stream (told each generation batch, as before) or
+    GRESO's skip rule (told the whole step at once, dropped groups included:
+    ``observe_filtered``). Returns (idx, r, rollouts) of the informative groups trained on."""
+    g = env.params.group_size
+    feedback = getattr(drawer, "filter_feedback", False)
 
     def generate(idx: np.ndarray, attempt: int) -> tuple[np.ndarray, None]:
         r = env.rollout(idx)
-        drawer.observe(idx, r, g)
+        if not feedback:
+            drawer.observe(idx, r, g)
         return r, None
 
     res = dynamic_sample(drawer.select, generate, batch_size=batch_size, group_size=g,
                          max_rollouts=cap, whole_draws=True)
+    if feedback:
+        observe_filtered(drawer, res)
     return res.kept_indices, res.kept_correct, res.rollouts_generated
 
 
@@ -141,22 +171,24 @@ def run_method(method: str, dynamics: DynamicsParams, settings: RunSettings, see
         raise ValueError(f"batch_size = {b} exceeds n_samples = {dynamics.n_samples}")
     out = {name: np.zeros(steps) for name in CURVES}
     upfront = 0
+    cap = int(settings.dapo_cap * b * g)
     if method == "dapo":
         if options:
             raise ValueError(f"unknown option dapo.{sorted(options)[0]} (dapo has none; "
                              "its cap is run.dapo_cap)")
         drawer = UniformSampler(dynamics.n_samples, b, seed=seed)
-        cap = int(settings.dapo_cap * b * g)
     else:
         initial = None
-        if settings.initial_rollouts and method in VADE_FAMILY:
+        if (settings.initial_rollouts and method in VADE_FAMILY) or method in READS_INITIAL:
             initial = env.rollout(np.arange(dynamics.n_samples)).astype(np.float64)
             upfront = dynamics.n_samples * g
         sampler = build_sampler(method, env, b, seed, options, initial)
         rescore = getattr(sampler, "rescore_request", None)
+        if method in FILTERED:
+            drawer = sampler
     for t in range(steps):
         spent = upfront if t == 0 else 0
-        if method == "dapo":
+        if method == "dapo" or method in FILTERED:
             idx, r, generated = _dapo_step(env, drawer, b, cap)
             spent += generated
             n_informative = idx.size  # all kept groups are informative

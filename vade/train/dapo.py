@@ -12,6 +12,12 @@ replacement within an epoch, seeded and checkpointed), a prompt already generate
 is not generated twice (possible when an epoch ends mid-step), and every generated rollout counts,
 kept or not, because that is the cost the comparison at equal rollouts is about.
 
+``draw`` may be any sampler's ``select``, not only the uniform stream: published GRESO draws with
+its skip rule and keeps with this filter (``vade.sampling.peers.greso``). A sampler that learns
+from the groups the filter drops (``filter_feedback``: GRESO records every generated group
+before filtering) is told about all of them by :func:`observe_filtered`, while the observation
+the history logs stays the trained groups, as for DAPO.
+
 The simulator (``vade.simulate.runner``) models verl-recipe's loop more literally
 (``whole_draws``): every draw is generated as the dataloader gave it, repeats included, and a
 draw that does not fit under the cap is not generated at all. Its published numbers rest on that
@@ -21,12 +27,12 @@ accounting, so it is an option here rather than a second implementation there.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from dataclasses import dataclass, fields, replace
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-__all__ = ["STOP_REASONS", "DapoPiece", "DapoResult", "dynamic_sample"]
+__all__ = ["STOP_REASONS", "DapoPiece", "DapoResult", "dynamic_sample", "observe_filtered"]
 
 T = TypeVar("T")
 # full: B informative groups; rollout_cap: the next candidate would pass the rollout cap;
@@ -143,3 +149,28 @@ def dynamic_sample(
         pieces.append(DapoPiece(indices=fresh, correct=r, payload=payload, kept=take))
     return DapoResult(pieces=pieces, rollouts_generated=generated, reason=reason,
                       group_size=group_size, discarded_groups=discarded, surplus_groups=surplus)
+
+
+def observe_filtered(sampler: Any, result: DapoResult[Any]) -> Any:
+    """Tell ``sampler`` one filtered step and return the observation the history logs.
+
+    A sampler without ``filter_feedback`` (DAPO's uniform draw) observes the trained groups.
+    One with it (GRESO) observes every group generated in the step, first occurrence of a
+    repeated prompt only (the simulator's whole draws may repeat one across an epoch's end), and
+    the returned observation is cut to the trained groups. With no trained group at all (nothing
+    informative within the cap) every generated group is observed and logged.
+    """
+    g = result.group_size
+    kept = result.kept_indices
+    if kept.size and not getattr(sampler, "filter_feedback", False):
+        return sampler.observe(kept, result.kept_correct, g)
+    first = np.sort(np.unique(result.all_indices, return_index=True)[1])
+    obs = sampler.observe(result.all_indices[first], result.all_correct[first], g)
+    if not kept.size:
+        return obs
+    pos = {int(i): k for k, i in enumerate(obs.indices.tolist())}
+    take = np.array([pos[int(i)] for i in kept.tolist()], dtype=np.int64)
+    cut = {f.name: getattr(obs, f.name)[take] for f in fields(obs)
+           if isinstance(getattr(obs, f.name), np.ndarray)}
+    cut["correct"] = result.kept_correct  # the trained group (a repeat's first may differ)
+    return replace(obs, **cut)

@@ -50,16 +50,27 @@ from vade.cluster.resources import check_gpu_resources
 
 # GPUs asked of SLURM against the tensor-parallel sizes (refused here, naming the keys, rather than
 # inside vLLM or Ray once the job runs), then the whole grid's bill (vade plan), on every run.
-check_gpu_resources(config)
-logger.info(make_bill(config).text())
+# A value the schema lets through but the arithmetic refuses (a NaN lr, a 31-digit step count) is
+# one line naming the key, as the CLI prints it, not a traceback out of the bill.
+try:
+    check_gpu_resources(config)
+    logger.info(make_bill(config).text())
+except (ValueError, OverflowError) as exc:
+    raise WorkflowError(f"config {exc}") from None
 # `vade preflight`, the first command of every GPU job, reads the whole config from here (like the
 # MLflow store: an environment setting, so that changing it reruns nothing).
 os.environ.update(VADE_WORKFLOW_CONFIG=json.dumps(config))
 # Hub assets staged by `vade prefetch` (rule prefetch) for configs with GPU stages; their jobs then
 # run offline against the cache (cluster.offline). Both empty for the CPU demo.
 from vade.cluster.assets import assets_of
-from vade.cluster.config import ClusterConfig, job_env
+from vade.cluster.config import ClusterConfig, job_env, near_miss_env, overridden
 
+# Said, not done silently: a user's own value replaced for the jobs, and a variable whose name is
+# a near miss of one we read (MLFLOW_TRACKING_URL falls back to the default store otherwise).
+for _line in near_miss_env(os.environ) + overridden(os.environ, job_env(config), {
+        "HF_HOME": "cluster.cache_dir: the staged assets; cluster.offline: false keeps yours",
+        "LMMS_EVAL_DATASETS_CACHE": "a node-local mirror of the staged datasets"}):
+    logger.warning(_line)
 os.environ.update(job_env(config))
 HUB_ASSETS = ([[a.id, a.revision, list(a.stages)] for a in assets_of(config)]
               if job_env(config) else [])
@@ -91,6 +102,9 @@ os.environ.update(
     MLFLOW_EXPERIMENT_NAME=config["tracking"].get("experiment") or NAME,
 )
 if config["tracking"].get("mlflow_uri"):
+    for _line in overridden(os.environ, {"MLFLOW_TRACKING_URI": config["tracking"]["mlflow_uri"]},
+                            {"MLFLOW_TRACKING_URI": "tracking.mlflow_uri in the config"}):
+        logger.warning(_line)
     os.environ.update(MLFLOW_TRACKING_URI=config["tracking"]["mlflow_uri"])
 elif "MLFLOW_TRACKING_URI" not in os.environ:  # relative: jobs run in the working directory
     # (jobs that start together and open the new store serialise on a lock: vade/tracking.py)

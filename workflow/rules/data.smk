@@ -9,7 +9,9 @@ rule build_data:
     output:
         **data_outputs(),
     params:
-        cfg=as_json({"seed": config["seed"], "data": data_section()}),
+        # cluster.revisions: the commits data.paper.require_pinned checks the copies against
+        cfg=as_json({"seed": config["seed"], "data": data_section(),
+                     "cluster": {"revisions": config.get("cluster", {}).get("revisions", {})}}),
         out=lambda wc, output: Path(output.train).parent,
         skip_invalid="--skip-invalid" if config["data"].get("skip_invalid") else "",
     log:

@@ -20,7 +20,8 @@ class SourceSpec:
 
     ``answer`` names the parsing rule (``vade.data.sources.answers``): ``answer_is`` ("The answer
     is N"), ``answer_colon`` (reasoning ending "Answer: X"), ``yesno``, ``letter``, ``mixed``
-    (letter, number, expression or short text), or the family's own (ChartQA, ScienceQA).
+    (letter, number, expression or short text), ``solution`` (a worked solution: its last
+    sentence states the result), or the family's own (ChartQA, ScienceQA).
     """
 
     task: str
@@ -49,7 +50,7 @@ TASKS: dict[str, SourceSpec] = {s.task: s for s in (
     _ov("geoqa_plus", "GeoQA+(MathV360K)", "math", "mixed"),
     _ov("geometry3k", "Geometry3K(MathV360K)", "math", "mixed"),
     _ov("figureqa", "figureqa(cauldron,llava_format)", "chart", "yesno"),
-    _ov("tabmwp", "tabmwp(cauldron)", "chart", "mixed"),
+    _ov("tabmwp", "tabmwp(cauldron)", "chart", "solution"),
     _ov("ai2d", "ai2d(cauldron,llava_format)", "science", "letter"),
     SourceSpec("chartqa", "chartqa", "HuggingFaceM4/ChartQA", None, "train", "chart", "relaxed"),
     SourceSpec("scienceqa", "scienceqa", "derek-thomas/ScienceQA", None, "train", "science",

@@ -2,27 +2,41 @@
 
 Each class has the sampler contract of ``vade.sampling.methods.Sampler`` (``select``,
 ``observe`` returning an ``Observation``, exact ``state_dict`` round trip), so the simulator and
-the trainers use the same objects. The published rules are summarised in ``notes/peers.md``;
-each class docstring says which parts are implemented and what was simplified. numpy only.
+the trainers use the same objects. Each class docstring cites the published code it follows
+(``docs/methods.md``, "The peers as published", summarises them) and names what differs; the
+variants that are not the published method (``greso-skip``, ``sec-passrate``) and the published
+option ``mopps-prior`` have names of their own. numpy only.
 """
 
 from vade.sampling.peers.base import PeerSampler
-from vade.sampling.peers.greso import GresoSampler
+from vade.sampling.peers.greso import GresoSampler, GresoSkipSampler
 from vade.sampling.peers.mmr1 import MMR1Sampler
-from vade.sampling.peers.mopps import MoPPSSampler
-from vade.sampling.peers.sec import SECSampler, difficulty_categories, mean_abs_advantage
+from vade.sampling.peers.mopps import MoPPSPriorSampler, MoPPSSampler
+from vade.sampling.peers.sec import (
+    SECPassRateSampler,
+    SECSampler,
+    difficulty_categories,
+    label_categories,
+    mean_abs_advantage,
+)
 
 # name -> class, for callers that build peers by name (the simulator; ``make_sampler`` for the
 # method table's ``peer`` rows, which carry the same names).
-PEERS = {"mopps": MoPPSSampler, "greso": GresoSampler, "mmr1": MMR1Sampler, "sec": SECSampler}
+PEERS = {"mopps": MoPPSSampler, "mopps-prior": MoPPSPriorSampler, "greso": GresoSampler,
+         "greso-skip": GresoSkipSampler, "mmr1": MMR1Sampler, "sec": SECSampler,
+         "sec-passrate": SECPassRateSampler}
 
 __all__ = [
     "PEERS",
     "GresoSampler",
+    "GresoSkipSampler",
     "MMR1Sampler",
+    "MoPPSPriorSampler",
     "MoPPSSampler",
     "PeerSampler",
+    "SECPassRateSampler",
     "SECSampler",
     "difficulty_categories",
+    "label_categories",
     "mean_abs_advantage",
 ]

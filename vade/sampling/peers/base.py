@@ -13,6 +13,7 @@ the run's DuckDB history records of it (``peer_state`` rows and ``peer/*`` metri
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -62,11 +63,12 @@ class PeerSampler:
 
     @classmethod
     def for_run(cls, n_samples: int, batch_size: int, *, seed: int,
-                alpha: np.ndarray | None = None, beta: np.ndarray | None = None
-                ) -> PeerSampler:
+                alpha: np.ndarray | None = None, beta: np.ndarray | None = None,
+                labels: Sequence[Any] | None = None) -> PeerSampler:
         """The peer with its published defaults for a training run. ``alpha``/``beta`` are the
-        initial difficulty rollouts (r, G - r per sample); a peer that needs no prior ignores
-        them (MoPPS and GRESO start flat, as published)."""
+        initial difficulty rollouts (r, G - r per sample), ``labels`` the training rows'
+        ``extra_info.difficulty``; a peer ignores what it does not read (MoPPS and GRESO start
+        flat, as published)."""
         return cls(n_samples, batch_size, seed=seed)
 
     def sample_state(self) -> dict[str, np.ndarray]:

@@ -17,9 +17,13 @@ __all__ = ["MMR1Sampler"]
 class MMR1Sampler(PeerSampler):
     """Score p(1-p) from the latest pass-rate estimate; mix score-weighted and uniform draws.
 
-    Published rule (``notes/peers.md``): score = p(1-p) (learnability) plus a trajectory
-    diversity term; sample 50% of the batch with probability proportional to the score and 50%
-    uniformly; re-score the whole dataset every 4 steps with extra rollouts.
+    Published rule (LengSicong/MMR1 ``examples/mmr1.yaml:18-26``): score = p(1-p)
+    ("learnability", the only metric of the default config: the trajectory-diversity metric
+    exists but is off); sample 50% of the batch with probability proportional to the score and
+    50% from a fixed permutation (``curriculum_mixture_ratio: 0.5``); re-score the whole
+    dataset every 4 steps (``curriculum_update_freq: 4``) with 8 rollouts per prompt
+    (``curriculum_rollout_n: 8``): at N = 480, B = 16, G = 8 that is 3,840 rollouts per 4
+    steps, 7.5x the 512 training rollouts.
 
     This implementation: the estimate p^_i is the latest evidence about sample i, either the
     re-scoring rollouts or its last training group (r / G). Score-weighted draws are without
@@ -32,8 +36,7 @@ class MMR1Sampler(PeerSampler):
     the results to ``observe_rescore`` before ``select``. A caller that skips re-scoring keeps
     working on stale estimates.
 
-    Simplifications: no trajectory-diversity term (the simulator has no responses); the
-    re-scoring group size (``rescore_rollouts``, default 4) is this project's choice.
+    Difference: the uniform half is drawn afresh each step, not from a fixed permutation.
 
     ``initial_p`` (optional): a first scoring already made (the initial difficulty rollouts'
     r / G), counted as the re-scoring of step 0.
@@ -52,7 +55,7 @@ class MMR1Sampler(PeerSampler):
         *,
         weighted_share: float = 0.5,
         rescore_every: int = 4,
-        rescore_rollouts: int = 4,
+        rescore_rollouts: int = 8,
         initial_p: np.ndarray | None = None,
         seed: int = 0,
     ) -> None:
@@ -74,11 +77,12 @@ class MMR1Sampler(PeerSampler):
 
     @classmethod
     def for_run(cls, n_samples: int, batch_size: int, *, seed: int,
-                alpha: np.ndarray | None = None, beta: np.ndarray | None = None
-                ) -> MMR1Sampler:
+                alpha: np.ndarray | None = None, beta: np.ndarray | None = None,
+                **_: object) -> MMR1Sampler:
         """In training the variance score comes from past rollouts: the initial difficulty
         rollouts are the first scoring, then each sample's latest training group; the trainers
-        generate no re-scoring rollouts (``rescore_request`` is never served)."""
+        generate no re-scoring rollouts (``rescore_request`` is never served), so the report
+        adds what the published method needs (``vade.report.cost``) to its cost."""
         return cls(n_samples, batch_size, seed=seed,
                    initial_p=initial_pass_rate(alpha, beta, n_samples, "mmr1"))
 

@@ -8,10 +8,10 @@ import numpy as np
 
 from vade.checks import check_number
 from vade.sampling.observation import Observation, validate_observation
-from vade.sampling.peers.base import PeerSampler
+from vade.sampling.peers.base import PeerSampler, initial_pass_rate
 from vade.sampling.topk import top_k_random_ties
 
-__all__ = ["MoPPSSampler"]
+__all__ = ["MoPPSPriorSampler", "MoPPSSampler"]
 
 
 class MoPPSSampler(PeerSampler):
@@ -30,7 +30,10 @@ class MoPPSSampler(PeerSampler):
     prompts); ties in the score are broken by the seeded RNG (``top_k_random_ties``).
 
     Args: ``decay`` (l, in [0, 1]; default 0.5), ``prior_alpha``/``prior_beta`` (a0, b0 > 0;
-    default 1), ``pool_factor`` (>= 1; default 8), ``target`` (in [0, 1]; default 0.5), ``seed``.
+    default 1), ``pool_factor`` (>= 1; default 8), ``target`` (in [0, 1]; default 0.5), ``seed``;
+    ``initial_correct``/``initial_failed`` (optional, per sample): MoPPS's published prior from
+    an initial evaluation, a = ``prior_weight`` * successes + a0, b = ``prior_weight`` *
+    failures + b0 (thu-rllab/MoPPS ``recipe/ours/mopps.py:93-94``, weight 3).
 
     ``Observation``: ``p_drawn`` is the Thompson draw, ``gain`` the score -(p~ - target)^2.
     """
@@ -48,6 +51,9 @@ class MoPPSSampler(PeerSampler):
         prior_beta: float = 1.0,
         pool_factor: float = 8.0,
         target: float = 0.5,
+        prior_weight: float = 3.0,
+        initial_correct: np.ndarray | None = None,
+        initial_failed: np.ndarray | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__(n_samples, batch_size, seed)
@@ -56,19 +62,30 @@ class MoPPSSampler(PeerSampler):
         check_number("prior_beta", prior_beta, 0.0, 1e9, lo_open=True)
         check_number("pool_factor", pool_factor, 1.0, 1e9)
         check_number("target", target, 0.0, 1.0)
+        check_number("prior_weight", prior_weight, 0.0, 1e9)
         self.decay = float(decay)
         self.prior_alpha = float(prior_alpha)
         self.prior_beta = float(prior_beta)
         self.pool_factor = float(pool_factor)
         self.target = float(target)
         self.pool_size = min(self.n_samples, int(np.ceil(self.pool_factor * self.batch_size)))
+        self.prior_weight = float(prior_weight)
         self.a = np.full(self.n_samples, self.prior_alpha)
         self.b = np.full(self.n_samples, self.prior_beta)
+        self.from_initial = initial_correct is not None or initial_failed is not None
+        if self.from_initial:
+            if initial_correct is None or initial_failed is None:
+                raise ValueError("MoPPS's initial prior needs both initial_correct and "
+                                 "initial_failed")
+            initial_pass_rate(initial_correct, initial_failed, self.n_samples, "mopps")
+            self.a += self.prior_weight * np.asarray(initial_correct, np.float64)
+            self.b += self.prior_weight * np.asarray(initial_failed, np.float64)
 
     def _hyper(self) -> dict[str, Any]:
         return {"decay": self.decay, "prior_alpha": self.prior_alpha,
                 "prior_beta": self.prior_beta, "pool_factor": self.pool_factor,
-                "target": self.target}
+                "target": self.target, "prior_weight": self.prior_weight,
+                "from_initial": self.from_initial}
 
     def posterior_mean(self) -> np.ndarray:
         return self.a / (self.a + self.b)
@@ -96,3 +113,19 @@ class MoPPSSampler(PeerSampler):
         p, gain = self._last_for(idx)
         return Observation(step=self.step, indices=idx, correct=r, rollouts=g, p_drawn=p,
                            gain=gain)
+
+
+class MoPPSPriorSampler(MoPPSSampler):
+    """``mopps-prior``: MoPPS with its published option of a prior from an initial evaluation
+    (a = 3 successes + 1, b = 3 failures + 1), the successes being the initial difficulty
+    rollouts VADE also reads (N x G rollouts on this method's cost axis)."""
+
+    kind = "mopps-prior"
+
+    @classmethod
+    def for_run(cls, n_samples: int, batch_size: int, *, seed: int,
+                alpha: np.ndarray | None = None, beta: np.ndarray | None = None,
+                **_: object) -> MoPPSPriorSampler:
+        """The prior from the initial rollouts (alpha = r successes, beta = G - r failures)."""
+        initial_pass_rate(alpha, beta, n_samples, "mopps-prior")  # present and well formed
+        return cls(n_samples, batch_size, seed=seed, initial_correct=alpha, initial_failed=beta)

@@ -107,6 +107,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
            ) -> dict[str, Any]:
     from tqdm import tqdm
 
+    from vade.cluster.timelimit import TimeGuard, TimeLimitReached
     from vade.provenance import code_version
     from vade.sampling import make_sampler
     from vade.train.checkpoint import capture_rng, save_checkpoint
@@ -120,7 +121,9 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
     sampler = make_sampler(cfg.sampler_method, n_train, cfg.batch_size, seed=cfg.seed,
                            lambda1=cfg.sampler.lambda1, lambda2=cfg.sampler.lambda2,
                            alpha=alpha if vade_prior else None,
-                           beta=beta if vade_prior else None)
+                           beta=beta if vade_prior else None,
+                           labels=[e.extra_info.get("difficulty") for e in examples]
+                           if cfg.spec.reads_labels else None)
     shaper = None
     if cfg.is_diva:
         from vade.train.local.diva import DivaShaper
@@ -131,6 +134,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
     state, store, recorder = run.state, run.store, run.recorder
     run_id = paths.run_id
     status = "FAILED"
+    guard = TimeGuard.from_env().install()  # the job's time limit: checkpoint, then exit
     try:
         store.start_run(method=cfg.method, sampler_config=sampler.config, config=cfg.to_dict())
         if state["step"] == 0:
@@ -161,6 +165,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
         generated_here = 0
         timing: dict[str, list[float]] = {k: [] for k in PHASES}  # per step, this process
         for step in bar:
+            t_step = time.perf_counter()
             phases = Phases()
             if budget_spent(cfg, state["rollouts_cumulative"]):
                 break  # a resumed DAPO run that had already stopped at the rollout cap
@@ -187,7 +192,9 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
                 if shaper is not None:
                     store.log_levels(step, *shaper.last_update)
             state["step"] = step
-            if cfg.checkpoint_every and (step % cfg.checkpoint_every == 0 or last):
+            guard.step_done(time.perf_counter() - t_step)
+            stop = None if last else guard.reason()
+            if stop or cfg.checkpoint_every and (step % cfg.checkpoint_every == 0 or last):
                 with phases.time("checkpoint"):
                     save_checkpoint(paths.checkpoints, step, {
                         "policy": policy.state_dict(),
@@ -204,6 +211,10 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
                             refresh=False)
             if crash_after_step is not None and step == crash_after_step:
                 raise RuntimeError(f"simulated crash after step {step}")
+            if stop:
+                raise TimeLimitReached(f"{run_id}: checkpointed step {step} of {cfg.steps} and "
+                                       f"stopped: {stop}; run it again (the next submission) "
+                                       "to resume from there")
             if last:
                 break
         wall = time.perf_counter() - t_run
@@ -226,6 +237,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
         }
         status = "FINISHED"
     finally:
+        guard.restore()
         recorder.close(status)
     _write_json(paths.out / "done.json", done)
     return done
@@ -250,7 +262,7 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
     """One step: generate (DAPO: refills, at most ``max_rollouts``, what is left of the run's
     budget), update, observe. Returns metrics, the observation, sampler seconds and rollouts
     generated; ``phases`` gets the seconds of each phase."""
-    from vade.train.dapo import dynamic_sample
+    from vade.train.dapo import dynamic_sample, observe_filtered
     from vade.train.local.batch import StepBatch, derive_seed, generate_groups
     from vade.train.local.update import actor_update
     from vade.train.recorder import step_metrics
@@ -274,7 +286,8 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
     t0 = time.perf_counter()
     metrics: dict[str, float] = {}
     advantages = None  # None: GRPO's group advantage
-    if cfg.method == "dapo":
+    filtered = None  # DAPO's filter ran (GRESO learns from the groups it drops)
+    if cfg.spec.filters:
         res = dynamic_sample(draw, generate, batch_size=cfg.batch_size, group_size=g,
                              max_rollouts=max_rollouts,
                              max_gen_batches=cfg.dapo.max_num_gen_batches)
@@ -284,6 +297,7 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
         else:  # nothing informative within the cap: record what was generated
             obs_ids, obs_r = res.all_indices, res.all_correct
         generated = res.rollouts_generated
+        filtered = res
         all_r = res.all_correct
         metrics.update({
             "dapo/num_gen_batches": float(res.gen_batches),
@@ -334,7 +348,8 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
 
     t2 = time.perf_counter()
     with phases.time("sampler"):
-        obs = sampler.observe(obs_ids, obs_r, g)
+        obs = (observe_filtered(sampler, filtered) if filtered is not None
+               else sampler.observe(obs_ids, obs_r, g))
     sampler_s += time.perf_counter() - t2
     metrics.update(step_metrics(obs, rollouts=generated, sampler_seconds=sampler_s))
     metrics.update({

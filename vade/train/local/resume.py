@@ -49,14 +49,15 @@ def _plain(value: Any) -> Any:
 def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
     """The keys every step's computation depends on."""
     out = {k: v for k, v in cfg.to_dict().items() if k not in NEUTRAL}
-    if cfg.method == "dapo":  # DAPO's per-step cap is what is left of the run's budget
+    if cfg.spec.filters:  # DAPO's per-step cap is what is left of the run's budget
         out["rollout_budget"] = cfg.rollout_budget
     return _plain(out)
 
 
 def budget_spent(cfg: TrainConfig, rollouts: int) -> bool:
-    """DAPO only: the run's rollout budget cannot pay for one more plain batch."""
-    return (cfg.method == "dapo"
+    """DAPO's filter only (DAPO, GRESO): the run's rollout budget cannot pay for one more
+    plain batch."""
+    return (cfg.spec.filters
             and cfg.rollout_budget - rollouts < cfg.batch_size * cfg.rollouts_per_prompt)
 
 

@@ -18,9 +18,13 @@ from typing import Any
 
 from vade.checks import check_bool, check_number, reject_unknown
 
-__all__ = ["ENGINES", "VerlConfig"]
+__all__ = ["ATTENTION", "ENGINES", "VerlConfig"]
 
 ENGINES = ("vllm", "sglang")
+# sdpa: PyTorch's own kernels, nothing to compile (the default); flash_attention_2: needs the
+# flash-attn package (built from source by envs/train-verl.post-deploy.sh with VADE_FLASH_ATTN=1)
+# and turns on verl's padding removal, which imports flash_attn.bert_padding on CUDA.
+ATTENTION = ("sdpa", "flash_attention_2")
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,7 @@ class VerlConfig:
     gradient_checkpointing: bool = True
     param_offload: bool = False
     optimizer_offload: bool = False
+    attention: str = "sdpa"
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any] | None) -> VerlConfig:
@@ -63,6 +68,8 @@ class VerlConfig:
         for key in ("filter_overlong_prompts", "gradient_checkpointing", "param_offload",
                     "optimizer_offload"):
             check_bool(w + key, getattr(self, key))
+        if self.attention not in ATTENTION:
+            raise ValueError(f"{w}attention must be one of {ATTENTION}, got {self.attention!r}")
         if self.rollout_engine not in ENGINES:
             raise ValueError(f"{w}rollout_engine must be one of {ENGINES}, "
                              f"got {self.rollout_engine!r}")

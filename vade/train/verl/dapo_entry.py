@@ -195,8 +195,12 @@ def capped_trainer_class(base: type) -> type:
         def _save_checkpoint(self) -> Any:
             # stopped inside a step that never trained: the weights are those of the last
             # trained step, and so is the checkpoint's name
+            from vade.train.verl.timelimit import stop_if_due
+
             self.global_steps = min(self.global_steps, self._vade.last_step)
-            return super()._save_checkpoint()
+            out = super()._save_checkpoint()
+            stop_if_due(self.global_steps)   # the time limit's checkpoint: end fit here
+            return out
 
         def _update_actor(self, batch: Any) -> Any:
             out = super()._update_actor(batch)
@@ -244,6 +248,9 @@ def _task_runner_class() -> type:
             # the Ray actor), so the capped subclass is installed here, in that process.
             import recipe.dapo.dapo_ray_trainer as trainer_module
 
+            from vade.train.verl import timelimit
+
+            timelimit.install(trainer_module)   # the recipe's expiration check, from SLURM
             if not getattr(trainer_module.RayDAPOTrainer, "_vade_capped", False):
                 capped = capped_trainer_class(trainer_module.RayDAPOTrainer)
                 capped._vade_capped = True
@@ -267,6 +274,9 @@ def main() -> None:
     from verl.utils.device import auto_set_device
 
     def _run(config: Any) -> None:
+        from vade.train.verl.ppo_entry import _flag_on_signal
+
+        _flag_on_signal()
         auto_set_device(config)
         config = migrate_legacy_reward_impl(config)
         run_ppo(config, task_runner_class=ray.remote(num_cpus=1)(_task_runner_class()))

@@ -119,7 +119,9 @@ def _copy_final(out_dir: Path) -> Path:
 # reaches the actors only when Ray starts here, not on a pre-started or multi-node cluster.
 RAY_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_NAME",
            "VERL_FILE_LOGGER_PATH", "PYTHONPATH", "HF_HOME", "HF_HUB_OFFLINE",
-           "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "VADE_VERL_RECIPE_DIR")
+           "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "VADE_VERL_RECIPE_DIR",
+           # the time limit (vade.train.verl.timelimit): the trainer runs in a Ray actor
+           "SLURM_JOB_END_TIME", "VADE_TIME_MARGIN", "VADE_CHECKPOINT_FLAG", "VADE_TIME_STOP")
 
 
 # verl's file logger truncates its file: every attempt writes this one path (so the config, which
@@ -141,6 +143,32 @@ def ray_env_overrides(env: Mapping[str, str]) -> list[str]:
             value = env[key].replace("\\", "\\\\").replace("'", "\\'")
             out.append(f"+ray_kwargs.ray_init.runtime_env.env_vars.{key}='{value}'")
     return out
+
+
+def ray_cpus_override(env: Mapping[str, str]) -> str:
+    """``ray_kwargs.ray_init.num_cpus=<the job's CPUs>`` (``vade.cluster.resources``)."""
+    from vade.cluster.resources import allocated_cpus
+
+    cpus, source = allocated_cpus(env)
+    print(f"Ray num_cpus = {cpus} (from {source})", flush=True)
+    return f"ray_kwargs.ray_init.num_cpus={cpus}"
+
+
+def _time_limit_files(out: Path, env: dict[str, str]) -> tuple[Path, Path]:
+    """The flag this process writes on a checkpoint signal and the file the trainer writes when
+    it stops for the limit (``vade.train.verl.timelimit``); both cleared for this attempt."""
+    from vade.cluster.timelimit import END_ENV, FLAG_ENV, flag_on_signal, job_end_time
+    from vade.train.verl.timelimit import STOP_ENV
+
+    flag, stop = out / "checkpoint-now", out / "time-stop.json"
+    for p in (flag, stop):
+        p.unlink(missing_ok=True)
+    env[FLAG_ENV], env[STOP_ENV] = str(flag), str(stop)
+    end = job_end_time(env)   # resolved here (squeue if need be): the actor gets a number
+    if end is not None:
+        env[END_ENV] = str(end)
+    flag_on_signal(flag, env)
+    return flag, stop
 
 
 def mlflow_run_for(uri: str, experiment: str, run_name: str, *, fresh: bool) -> str:
@@ -191,13 +219,21 @@ def launch(cfg: TrainConfig, *, model: str, model_path: str, data_dir: str | Pat
         fresh = not (out / "checkpoints" / "latest_checkpointed_iteration.txt").is_file()
         env["MLFLOW_RUN_ID"] = mlflow_run_for(uri, _tracking(spec.cfg)[1], spec.run_id,
                                               fresh=fresh)
-    cmd = [*cmd, *ray_env_overrides(env)]
+    _, stop = _time_limit_files(out, env)
+    cmd = [*cmd, *ray_env_overrides(env), ray_cpus_override(env)]
     rc = _stream(cmd, env, out / "train.log")
     _rotate(current)
     try:
         _pool_validation(spec, uri)
     except Exception as exc:  # noqa: BLE001  (reported: the trained model is not lost over it)
         print(f"pooled validation (val/acc) not written: {exc}", file=sys.stderr)
+    if rc != 0 and stop.is_file():
+        from vade.cluster.timelimit import TimeLimitReached
+
+        info = json.loads(stop.read_text())
+        raise TimeLimitReached(f"{spec.run_id}: checkpointed step {info['step']} and stopped: "
+                               f"{info['reason']}; run it again (the next submission) to "
+                               "resume from there")
     if rc != 0:
         raise RuntimeError(f"verl exited with status {rc} (see {out / 'train.log'})")
     final = _copy_final(out)

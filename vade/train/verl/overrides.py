@@ -39,8 +39,11 @@ __all__ = ["ENTRY_DAPO", "ENTRY_PPO", "METHODS_VERL", "RunSpec", "build_override
 
 ENTRY_PPO = "vade.train.verl.ppo_entry"
 ENTRY_DAPO = "vade.train.verl.dapo_entry"
-# every method has a verl path (DIVA's through vade.train.verl.diva_overrides)
-METHODS_VERL = methods.NAMES
+# every method has a verl path (DIVA's through vade.train.verl.diva_overrides) except a peer
+# under DAPO's filter (GRESO): verl-recipe's DAPO trainer draws from its own dataloader, so
+# GRESO's skip rule would silently not run; it runs on the local backend
+METHODS_VERL = tuple(m for m in methods.NAMES
+                     if not (methods.get(m).filters and methods.get(m).chooser == "peer"))
 SAMPLER_CLASS_PATH = "pkg://vade.train.verl.sampler"
 SAMPLER_CLASS_NAME = "VadeCurriculumSampler"
 _PLAIN = re.compile(r"^[A-Za-z0-9_./:\-+@~]*$")
@@ -131,7 +134,8 @@ def build_overrides(spec: RunSpec, *, tracking_uri: str | None = None,
         "algorithm.norm_adv_by_std_in_grpo": algo.norm_adv_by_std_in_grpo,
         # model
         "actor_rollout_ref.model.path": spec.model_path,
-        "actor_rollout_ref.model.use_remove_padding": True,
+        # padding removal packs sequences for flash-attn's varlen kernels (flash_attn.bert_padding)
+        "actor_rollout_ref.model.use_remove_padding": verl.attention == "flash_attention_2",
         "actor_rollout_ref.model.enable_gradient_checkpointing": verl.gradient_checkpointing,
         # actor
         "actor_rollout_ref.actor.optim.lr": cfg.lr,
@@ -188,7 +192,8 @@ def build_overrides(spec: RunSpec, *, tracking_uri: str | None = None,
         "trainer.default_local_dir": str(out_dir / "checkpoints"),
         "trainer.max_actor_ckpt_to_keep": cfg.keep_checkpoints,
     }
-    appended: dict[str, Any] = {}
+    appended: dict[str, Any] = {
+        "actor_rollout_ref.model.override_config.attn_implementation": verl.attention}
     if cfg.spec.shaping == "dapo":
         o["algorithm.filter_groups.enable"] = True
         o["algorithm.filter_groups.metric"] = "acc"
@@ -198,7 +203,7 @@ def build_overrides(spec: RunSpec, *, tracking_uri: str | None = None,
         # an upper bound only: the entry's generation budget ends the run
         o["trainer.total_epochs"] = math.ceil(cfg.dapo.max_rollout_factor * cfg.steps)
         o["hydra.searchpath"] = ["pkg://verl.trainer.config"]
-        appended = {f"vade_dapo.{k}": v for k, v in {
+        appended.update({f"vade_dapo.{k}": v for k, v in {
             "run_id": spec.run_id,
             "store": str(out_dir / "history.duckdb"),
             "base_steps": cfg.steps,
@@ -206,7 +211,7 @@ def build_overrides(spec: RunSpec, *, tracking_uri: str | None = None,
             "stop_file": str(out_dir / "stop.json"),
             "tracking_uri": tracking_uri,
             "experiment": experiment,
-        }.items()}
+        }.items()})
     else:
         o["data.sampler.class_path"] = SAMPLER_CLASS_PATH
         o["data.sampler.class_name"] = SAMPLER_CLASS_NAME
@@ -224,7 +229,7 @@ def build_overrides(spec: RunSpec, *, tracking_uri: str | None = None,
             "tracking_uri": tracking_uri,
             "experiment": experiment,
         }
-        appended = {f"data.sampler.vade.{k}": v for k, v in vade_block.items()}
+        appended.update({f"data.sampler.vade.{k}": v for k, v in vade_block.items()})
         if cfg.spec.shaping == "diva":
             from vade.train.verl.diva_overrides import apply_diva
 

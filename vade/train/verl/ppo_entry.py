@@ -36,6 +36,13 @@ def observe_before_checkpoint(base: type) -> type:
             super().__init__(*args, **kwargs)
             write_validated_counts(self)  # the rows verl validates (pooled val/acc weights)
 
+        def _save_checkpoint(self) -> Any:
+            from vade.train.verl.timelimit import stop_if_due
+
+            out = super()._save_checkpoint()
+            stop_if_due(self.global_steps)   # the time limit's checkpoint: end fit here
+            return out
+
         def _update_actor(self, batch: Any) -> Any:
             out = super()._update_actor(batch)
             sampler = getattr(self.train_dataloader, "sampler", None)
@@ -52,9 +59,12 @@ def install() -> type:
     """Swap ``verl.trainer.main_ppo.RayPPOTrainer`` (the name ``TaskRunner.run`` builds) for the
     subclass, once per process; returns the class now in place."""
     from verl.trainer import main_ppo
+    from verl.trainer.ppo import ray_trainer
 
+    from vade.train.verl import timelimit
     from vade.train.verl.diva_advantage import install as install_diva_advantage
 
+    timelimit.install(ray_trainer)   # fit's expiration check answers from SLURM's time limit
     install_diva_advantage()  # algorithm.adv_estimator=diva (a no-op for other estimators)
     if not getattr(main_ppo.RayPPOTrainer, _FLAG, False):
         main_ppo.RayPPOTrainer = observe_before_checkpoint(main_ppo.RayPPOTrainer)
@@ -81,12 +91,23 @@ def main() -> None:
     from verl.utils.device import auto_set_device
 
     def _run(config: Any) -> None:
+        _flag_on_signal()
         auto_set_device(config)
         config = migrate_legacy_reward_impl(config)
         run_ppo(config, task_runner_class=ray.remote(num_cpus=1)(_task_runner_class()))
 
     config_dir = Path(verl.__file__).resolve().parent / "trainer" / "config"
     hydra.main(config_path=str(config_dir), config_name="ppo_trainer", version_base=None)(_run)()
+
+
+def _flag_on_signal() -> None:
+    """This driver only waits for Ray: a checkpoint signal becomes the trainer's flag file."""
+    import os
+
+    from vade.cluster.timelimit import FLAG_ENV, flag_on_signal
+
+    if os.environ.get(FLAG_ENV):
+        flag_on_signal(os.environ[FLAG_ENV])
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from verl.experimental.dataset.sampler import AbstractCurriculumSampler
 
+from vade import methods
 from vade.sampling import make_sampler
 from vade.train.difficulty import initial_alpha_beta
 from vade.train.verl.batch import group_by_sample
@@ -45,10 +46,24 @@ from vade.train.verl.difficulty import dataset_sample_ids
 from vade.train.verl.persist import StateFiles, discard_after
 from vade.train.verl.settings import PluginSettings
 
-__all__ = ["VadeCurriculumSampler"]
+__all__ = ["VadeCurriculumSampler", "dataset_labels"]
 
 log = logging.getLogger(__name__)
 _STATE_VERSION = 1
+
+
+def dataset_labels(dataset: Sized) -> list[Any]:
+    """``extra_info.difficulty`` of every dataset position (None where a row has none), for a
+    peer whose arms are the data's labels (published SEC); the peer names a missing one."""
+    frame = getattr(dataset, "dataframe", None)
+    if frame is not None and "extra_info" in getattr(frame, "column_names", ()):
+        import pyarrow.compute as pc
+
+        column = frame.select_columns(["extra_info"]).with_format("arrow")[:].column("extra_info")
+        if "difficulty" not in {f.name for f in column.type}:
+            return [None] * len(column)
+        return pc.struct_field(column, "difficulty").to_pylist()
+    return [(dataset[i].get("extra_info") or {}).get("difficulty") for i in range(len(dataset))]
 
 
 class _SnapshotView:
@@ -90,9 +105,10 @@ class VadeCurriculumSampler(AbstractCurriculumSampler):
         alpha = beta = None
         if s.method != "vanilla" and s.initial_difficulty:
             alpha, beta = initial_alpha_beta(s.initial_difficulty, self.sample_ids)
+        labels = dataset_labels(data_source) if methods.get(s.method).reads_labels else None
         self.inner = make_sampler(s.method, n, self.batch_size, seed=s.seed,
                                   lambda1=s.sampler.lambda1, lambda2=s.sampler.lambda2,
-                                  alpha=alpha, beta=beta)
+                                  alpha=alpha, beta=beta, labels=labels)
         self.epoch = 0
         self.position = 0                      # indices yielded in the current epoch
         self.current = np.empty(0, np.int64)   # the batch being handed out (positions)

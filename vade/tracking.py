@@ -154,6 +154,25 @@ def _first_use_lock(uri: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _experiment(client: Any, name: str, artifacts: str | None) -> tuple[Any, str]:
+    """(the experiment or None when this call created it, its id). On a tracking server, jobs
+    that start together can all find no experiment and all create it (no file lock spans
+    hosts): the losers read the winner's."""
+    from mlflow.exceptions import MlflowException
+
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp, exp.experiment_id
+    try:
+        return None, client.create_experiment(name, artifact_location=artifacts,
+                                              tags=dict([_KIND]))
+    except MlflowException as exc:
+        if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+    exp = client.get_experiment_by_name(name)
+    return exp, exp.experiment_id
+
+
 class Tracker(NullTracker):
     """One MLflow run named ``run_name`` in ``experiment``, opened as ``mode`` says (module doc)."""
 
@@ -171,10 +190,7 @@ class Tracker(NullTracker):
         self.uri = uri
         with _first_use_lock(uri):
             self.client = MlflowClient(tracking_uri=uri)
-            exp = self.client.get_experiment_by_name(experiment)
-            exp_id = (exp.experiment_id if exp is not None
-                      else self.client.create_experiment(experiment, artifact_location=artifacts,
-                                                         tags=dict([_KIND])))
+            exp, exp_id = _experiment(self.client, experiment, artifacts)
             if exp is not None and exp.tags.get(_KIND[0]) is None:
                 self.client.set_experiment_tag(exp_id, *_KIND)
         recorded = self._recorded(run_id, exp_id)

@@ -50,19 +50,19 @@ $(DUCKDB1)/.stamp: $(UV)
 	@touch $@
 
 # The tests run on every core (pytest-xdist; a module's tests share a worker, so its module
-# fixtures run once), except
-# those marked serial, which run afterwards on their own. Each run writes its durations to
+# fixtures run once), except those marked serial or cluster (real SLURM, Ray, MLflow server:
+# daemons and jobs of their own), which run afterwards in one process. Each run writes its durations to
 # .test-reports/ and fails when a test outside e2e/cluster goes over its budget (tests/tiers.py).
 REPORTS  := .test-reports
 WORKERS  ?= auto
 PYTEST   := VADE_DUCKDB1_PYTHON="$(CURDIR)/$(DUCKDB1)/bin/python" $(PY) -m pytest
-SERIAL   := $(shell grep -rl --include="test_*.py" "mark\.serial" tests 2>/dev/null)
+SERIAL   := $(shell grep -rlE --include="test_*.py" "mark\.(serial|cluster)" tests 2>/dev/null)
 # pytest's exit status 5 is "no tests collected" (a tier with nothing in it)
 define run_tier
-	$(PYTEST) -n $(WORKERS) --dist loadscope -m "$(1)not serial" \
+	$(PYTEST) -n $(WORKERS) --dist loadscope -m "$(1)not serial and not cluster" \
 	    --durations-report $(REPORTS)/$(2).tsv
-	$(if $(SERIAL),$(PYTEST) -m "$(1)serial" --durations-report $(REPORTS)/$(2)-serial.tsv \
-	    $(SERIAL) || [ $$? -eq 5 ])
+	$(if $(SERIAL),$(PYTEST) -m "$(1)(serial or cluster)" \
+	    --durations-report $(REPORTS)/$(2)-serial.tsv $(SERIAL) || [ $$? -eq 5 ])
 	@echo "durations: $(REPORTS)/$(2).tsv"
 endef
 

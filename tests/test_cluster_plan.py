@@ -177,6 +177,7 @@ def test_checkpoint_disk_from_the_model_size(paper):
     assert checkpoint_gb(paper, "qwen2.5-vl-7b") == pytest.approx(7e9 * 34 / 1e9)
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed")
 def test_dry_runs_print_the_bill_and_refuse_a_short_gpu_layout(tmp_path, paper):
     repo = clean_copy(tmp_path / "repo")

@@ -73,6 +73,7 @@ def _attempt(uri: str, run_id: str, step: int) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+@pytest.mark.e2e
 def test_a_resumed_run_logs_to_one_mlflow_run(tmp_path):
     from mlflow.tracking import MlflowClient
 

@@ -83,6 +83,16 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def files_sha256(files: list[Path], root: Path | None = None) -> str:
+    """One digest of several files' names (relative to ``root``, else their base names) and
+    contents: the identity of a folder-shaped input (a model, a local dataset copy)."""
+    h = hashlib.sha256()
+    for path in files:
+        name = path.relative_to(root).as_posix() if root is not None else path.name
+        h.update(f"{name}\0{file_sha256(path)}\n".encode())
+    return h.hexdigest()
+
+
 def _write_parquet(path: Path, rows: list[dict[str, Any]], with_difficulty: bool) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq

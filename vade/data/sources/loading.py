@@ -18,7 +18,6 @@ local copy's files (what the copy is, when no commit says it).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from vade.data.sources import SourceSpec
+from vade.data.writer import files_sha256
 
 __all__ = ["download_hint", "load_source", "local_root"]
 
@@ -64,17 +64,6 @@ def _undecoded(ds: Any) -> Any:
         if isinstance(feature, datasets.Image) and feature.decode:
             ds = ds.cast_column(name, datasets.Image(decode=False))
     return ds
-
-
-def _files_digest(files: list[Path]) -> str:
-    """A revision for local copies: sha256 over file names, sizes and contents."""
-    h = hashlib.sha256()
-    for f in files:
-        h.update(f"{f.name}:{f.stat().st_size}\n".encode())
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    return "sha256:" + h.hexdigest()
 
 
 def _snapshot_commit(files: list[Path]) -> str | None:
@@ -150,7 +139,7 @@ def load_source(spec: SourceSpec, *, local_dir: str | None, cache_dir: str | Non
                 files = sorted(root.rglob("*.arrow"))
                 return _undecoded(ds), {"origin": "local_dir", "path": str(root), "revision": None,
                                         "commit": _snapshot_commit(files),
-                                        "content": _files_digest(files)}
+                                        "content": "sha256:" + files_sha256(files)}
             files = _split_files(root, spec.split)
             if files:
                 ds = datasets.load_dataset("parquet", data_files=[str(f) for f in files],
@@ -161,7 +150,7 @@ def load_source(spec: SourceSpec, *, local_dir: str | None, cache_dir: str | Non
                                         "revision": None,
                                         "commit": (_local_dir_commit(repo_root, files)
                                                    or _snapshot_commit(files)),
-                                        "content": _files_digest(files)}
+                                        "content": "sha256:" + files_sha256(files)}
             tried.append(f"{root} has no '{spec.split}*.parquet' file or save_to_disk folder")
         else:
             tried.append(f"no folder {root}")

@@ -71,28 +71,18 @@ def load_initial_difficulty(path: Path, n_samples: int) -> tuple[np.ndarray, np.
     return initial_alpha_beta(path, np.arange(n_samples, dtype=np.int64))
 
 
-def _folder_sha256(folder: Path) -> str:
-    import hashlib
-
-    from vade.data.writer import file_sha256
-
-    h = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        h.update(f"{path.relative_to(folder).as_posix()}\0{file_sha256(path)}\n".encode())
-    return h.hexdigest()
-
-
 def input_hashes(paths: RunPaths) -> dict[str, str | None]:
     """``{"train", "val", "difficulty", "model"}`` -> ``sha256:<hex>`` of each input's content,
     ``name:<id>`` for a model given by name, None for an input the run does not have."""
-    from vade.data.writer import file_sha256
+    from vade.data.writer import file_sha256, files_sha256
 
     def file(path: Path | None) -> str | None:
         return f"sha256:{file_sha256(path)}" if path is not None and path.is_file() else None
 
     model = Path(paths.model)
     if model.is_dir():
-        model_id = f"sha256:{_folder_sha256(model)}"
+        files = sorted(p for p in model.rglob("*") if p.is_file())
+        model_id = f"sha256:{files_sha256(files, model)}"
     else:
         model_id = file(model) or f"name:{paths.model}"
     return {"train": file(paths.train), "val": file(paths.val),

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import hashlib
 import importlib.util
 import os
 import shutil
@@ -33,6 +32,8 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from vade.data.writer import file_sha256
 
 __all__ = ["PINNED", "OfficialFile", "lmms_eval_task_file", "mathverse_extract_prompt",
            "mathverse_match_prompt", "mathvista_extract_prompt", "official_root", "official_text", "stage",
@@ -81,10 +82,6 @@ def official_root(environ: Mapping[str, str] | None = None) -> Path:
     return Path(home) / "official"
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def official_text(name: str) -> dict[str, str]:
     """The module-level string constants of pinned file ``name`` (read, checked, parsed)."""
     return _read(name, str(PINNED[name].under(official_root())))
@@ -97,7 +94,7 @@ def _read(name: str, where: str) -> dict[str, str]:
         raise FileNotFoundError(
             f"official file {pin.repo}@{pin.commit[:12]}:{pin.path} is not staged at {path}: "
             "run `vade prefetch` on a node with network (or copy it there)")
-    got = _sha256(path)
+    got = file_sha256(path)
     if got != pin.sha256:
         raise ValueError(f"{path}: sha256 {got} is not the pinned {pin.sha256} "
                          f"({pin.repo}@{pin.commit[:12]}:{pin.path})")
@@ -132,14 +129,14 @@ def stage(config: Mapping[str, Any], cache_dir: str | Path, *, local: str | None
         dest = pin.under(root)
         dest.parent.mkdir(parents=True, exist_ok=True)
         status = "staged"
-        if not (dest.is_file() and _sha256(dest) == pin.sha256):
+        if not (dest.is_file() and file_sha256(dest) == pin.sha256):
             tmp = dest.with_name(dest.name + ".partial")
             try:
                 if local is not None:
                     shutil.copyfile(Path(local) / pin.repo / pin.path, tmp)
                 else:
                     fetch(pin.url, tmp)
-                got = _sha256(tmp)
+                got = file_sha256(tmp)
                 if got != pin.sha256:
                     raise ValueError(f"sha256 {got}, pinned {pin.sha256}")
                 os.replace(tmp, dest)

@@ -70,7 +70,7 @@ _ns["SERVED"] = "judge"  # (the script reads it from argv, which is pytest's her
 @pytest.fixture()
 def stub():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _ns["Handler"])
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     _ns["SEEN"].clear()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1", _ns["SEEN"]

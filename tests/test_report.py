@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mlflow_store import fresh_store
 
 from vade.cli import main
 from vade.eval.store import EvalRow, average_at_k, open_eval_catalog, write_eval_results
@@ -251,7 +252,7 @@ def test_mlflow_fills_metrics_a_history_lacks(tmp_path):
 
     _record(tmp_path / "runs", "tiny-grpo-vanilla-s0", [0.0, 0.0, 0.0], metrics=False)
     (tmp_path / "eval").mkdir()  # no evaluations yet: every cell missing, no error
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = fresh_store(tmp_path / "mlflow.db")
     with Tracker(uri, "fx", "tiny-grpo-vanilla-s0") as t:
         for step, v in ((1, 0.25), (3, 0.5)):
             t.log_metrics({"val/acc": v}, step=step)

@@ -18,6 +18,8 @@ from vade.eval.judge import judge_env, running_judge, wait_ready
 
 # The stub, as a script: also run as a separate process for the `serve` mode (argv: port,
 # served name, and optionally how many chat completions it answers before failing every later one).
+# A failure carries ``retry-after-ms: 1``: the OpenAI client still retries twice (each retry is a
+# request the relay counts), only without its own 0.5 s and 1 s back-off, which no test checks.
 STUB = r'''
 import json, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,6 +35,8 @@ class Handler(BaseHTTPRequestHandler):
     def _send(self, code, body):
         data = json.dumps(body).encode()
         self.send_response(code)
+        if code >= 500:
+            self.send_header("retry-after-ms", "1")
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

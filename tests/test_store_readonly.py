@@ -8,6 +8,7 @@ through ``vade.cli.main`` and once as a subprocess). Nothing needs a GPU.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,12 +39,20 @@ def _history(path: Path, run_id: str, steps: int) -> None:
             store.log_step(obs, sampler_seconds=0.0, metrics={"loss": float(t)}, state=sampler)
 
 
+@pytest.fixture(scope="module")
+def written_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run files, written once per module; tests get a copy (``runs``)."""
+    folder = tmp_path_factory.mktemp("written") / "runs"
+    _history(folder / "a.duckdb", "a", 3)
+    _history(folder / "b.duckdb", "b", 2)
+    return folder
+
+
 @pytest.fixture()
-def runs(tmp_path: Path) -> Path:
-    """Two run files (3 and 2 steps) in one directory, as `vade sql --db <dir>` reads them."""
-    _history(tmp_path / "runs" / "a.duckdb", "a", 3)
-    _history(tmp_path / "runs" / "b.duckdb", "b", 2)
-    return tmp_path / "runs"
+def runs(written_runs: Path, tmp_path: Path) -> Path:
+    """Two run files (3 and 2 steps) in one directory, as `vade sql --db <dir>` reads them: a
+    test's own copy of the module's files (a byte copy of a closed DuckDB file is that file)."""
+    return Path(shutil.copytree(written_runs, tmp_path / "runs"))
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:

@@ -177,7 +177,7 @@ def test_vade_judge_serve_writes_ready_file_and_stops_on_sigterm(tmp_path):
     try:
         deadline = time.monotonic() + 60
         while not ready.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
+            time.sleep(0.05)
         assert json.loads(ready.read_text()) == {
             "API_TYPE": "openai", "MODEL_VERSION": "j",
             "OPENAI_API_URL": f"http://127.0.0.1:{port}/v1"}  # no key in the file

@@ -204,7 +204,8 @@ def test_mmr1_starts_from_the_initial_rollouts_then_the_latest_group(whole, labe
         assert pd == pytest.approx(r0[sid] / G) and gain == pytest.approx(pd * (1 - pd))
 
 
-@pytest.mark.parametrize("method, decay_all", [("sec", True), ("sec-passrate", False)])
+@pytest.mark.parametrize("method, decay_all", [("sec", True), ("sec-passrate", False)],
+                         ids=["sec", "sec-passrate"])
 def test_sec_arms_and_their_q_by_hand(whole, labelled, method, decay_all):
     """sec's arms are the data's labels (``labelled``: 5 levels of 10 ids, the last of 8) and
     every arm decays; sec-passrate's arms bin the initial rollouts (r of G = 8 into 5 bins,

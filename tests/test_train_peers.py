@@ -207,7 +207,7 @@ def test_mmr1_starts_from_the_initial_rollouts_then_the_latest_group(whole, labe
 @pytest.mark.parametrize("method, decay_all", [("sec", True), ("sec-passrate", False)],
                          ids=["sec", "sec-passrate"])
 def test_sec_arms_and_their_q_by_hand(whole, labelled, method, decay_all):
-    """sec's arms are the data's labels (``labelled``: 5 levels of 10 ids, the last of 8) and
+    """sec's arms are the data's labels (``labelled``: level floor(5 id / 48) of 5) and
     every arm decays; sec-passrate's arms bin the initial rollouts (r of G = 8 into 5 bins,
     easiest first) and only trained arms move. Q per step by hand from the events:
     (1-a) Q + a mean|A| (a = 0.5), untrained arms moving toward 0 only when ``decay_all``."""

@@ -13,12 +13,9 @@ import duckdb
 
 def peer_state_rows(db: Path) -> list[tuple[int, int, str, float]]:
     """Every ``(step, sample_id, name, value)`` row of a run's ``peer_state``, sorted."""
-    con = duckdb.connect(str(db), read_only=True)
-    try:
+    with duckdb.connect(str(db), read_only=True) as con:
         return con.execute("SELECT step, sample_id, name, value FROM peer_state ORDER BY ALL"
                            ).fetchall()
-    finally:
-        con.close()
 
 
 def state_by_step(rows: list[tuple[int, int, str, float]], name: str) -> dict[int, dict[int, float]]:

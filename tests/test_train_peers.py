@@ -15,7 +15,6 @@ and a run crashed after step 5 and resumed must write the same history.
 from __future__ import annotations
 
 import shutil
-from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -88,13 +87,8 @@ def whole(run, tmp_path_factory):
     return get
 
 
-@contextmanager
-def _history(db: Path):
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        yield con
-    finally:
-        con.close()
+def _history(db: Path) -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(str(db), read_only=True)  # closed by its ``with``
 
 
 def _events(con):

@@ -85,11 +85,8 @@ def test_peer_draws_verls_batches_and_logs_its_state(world, whole, method):  # n
     drawn = [sorted(set(g["ids"])) for g in trainer.async_rollout_manager.generated]
     chosen, inner = _replay(root, method, events)
     assert chosen == drawn
-    con = duckdb.connect(str(spec.out_dir / "history.duckdb"), read_only=True)
-    try:
+    with duckdb.connect(str(spec.out_dir / "history.duckdb"), read_only=True) as con:
         assert con.execute("SELECT method, sampler FROM runs").fetchone() == (method, method)
-    finally:
-        con.close()
     logged = peer_state_rows(spec.out_dir / "history.duckdb")
     rows = [(sid, name, value) for step, sid, name, value in logged if step == STEPS]
     # step 0: every sample's starting state

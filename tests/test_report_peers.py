@@ -28,6 +28,17 @@ def _run(run_id, val, ratio, rollouts=None, steps=STEPS) -> RunInfo:
                    curves={"val/acc": _curve(val, rollouts, steps), "effective_ratio": eff})
 
 
+def _inputs(*runs: RunInfo) -> Inputs:
+    return Inputs(runs={r.key.run_id: r for r in runs}, evals={}, benchmarks=[], catalog=None,
+                  initial_accuracy={}, sample_labels={}, notes=[])
+
+
+def _cells(text: str, peer: str) -> list[str]:
+    """The cells of the table's row of ``peer``."""
+    row = next(line for line in text.splitlines() if line.startswith(f"| {peer} "))
+    return [c.strip() for c in row.strip("|").split("|")]
+
+
 def test_plateau_rule_by_hand():
     # last step 60: second third = steps 30, 40 (scores 0.66, 0.72), last third = 50, 60
     # (0.7, 0.7). Means 0.69 and 0.70; SE = sqrt(0.0018/2 + 0/2) = 0.03 -> 0.01 <= 0.03: held
@@ -68,9 +79,7 @@ def test_vade_vs_each_peer_paired_at_equal_steps():
     # half 12.7062 * 0.035355 / sqrt(2) = 0.317655
     runs.append(_run("t-grpo-mopps-s0", [0.5, 0.5, 0.5, 0.55], [0.5] * 3, steps=STEPS[:4]))
     runs.append(_run("t-grpo-mopps-s1", [0.5, 0.6, 0.6, 0.6, 0.6, 0.7, 0.66], [0.6] * 6))
-    inputs = Inputs(runs={r.key.run_id: r for r in runs}, evals={}, benchmarks=[],
-                    catalog=None, initial_accuracy={}, sample_labels={}, notes=[])
-    text = peer_statistics(inputs, "val/acc", 0.995, decimals=2)
+    text = peer_statistics(_inputs(*runs), "val/acc", 0.995, decimals=2)
     assert "holds in 2/2 seeds" in text
     # VADE / DAPO to the plateau target: DAPO at 8,000 rollouts; VADE at 4,000 and 3,000 ->
     # 0.5 and 0.375, mean 0.4375
@@ -78,8 +87,7 @@ def test_vade_vs_each_peer_paired_at_equal_steps():
 
     own = re.search(r"DAPO's own: ([0-9.]+) \[", text)
     assert own and float(own.group(1)) == pytest.approx(0.4375, abs=6e-4)
-    row = next(line for line in text.splitlines() if line.startswith("| mopps "))
-    cells = [c.strip() for c in row.strip("|").split("|")]
+    cells = _cells(text, "mopps")
     assert cells[1] == "2"
     assert cells[2] == "0.075 [-0.243, 0.393]"  # 0.075 -/+ 0.317655
     # equal rollouts: seed 0's budget is MoPPS's 3,000 (VADE at step 30: 0.6), seed 1's 6,000:
@@ -102,11 +110,7 @@ def test_equal_rollouts_and_a_filtered_peer():
     runs = [_run("t-grpo-vade-s0", [0.5, 0.6, 0.6, 0.6, 0.7, 0.75, 0.80], [0.9] * 6),
             _run("t-grpo-greso-s0", [0.5, 0.6, 0.62, 0.7, 0.8, 0.85, 0.9], [1.0] * 6,
                  rollouts=STEPS * 300)]
-    inputs = Inputs(runs={r.key.run_id: r for r in runs}, evals={}, benchmarks=[],
-                    catalog=None, initial_accuracy={}, sample_labels={}, notes=[])
-    row = next(line for line in peer_statistics(inputs, "val/acc").splitlines()
-               if line.startswith("| greso "))
-    cells = [c.strip() for c in row.strip("|").split("|")]
+    cells = _cells(peer_statistics(_inputs(*runs), "val/acc"), "greso")
     assert cells[2] == "by rollouts (filtered)" and cells[3] == "0.180 (n=1)"
     assert at_cost(np.array([0.5, np.nan, 0.7]), np.array([0.0, 10.0, 20.0]), 15.0) == 0.5
     assert at_cost(np.array([0.5]), np.array([30.0]), 15.0) is None

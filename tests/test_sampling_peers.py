@@ -102,11 +102,17 @@ def test_state_dict_round_trips_exactly(name):
         np.testing.assert_array_equal(again["arrays"][key], end["arrays"][key])
 
 
-@pytest.mark.parametrize("name, kw", [("mopps", {"decay": 1.0}), ("greso", {"min_keep": 0.05}),
-                                      ("mmr1", {"rescore_every": 2}), ("sec", {"temperature": 2})])
-def test_state_of_another_configuration_is_refused(name, kw):
+@pytest.mark.parametrize("name, kw, key", [
+    ("mopps", {"decay": 1.0}, "decay"),
+    ("greso", {"min_keep": 0.05}, "min_keep"),
+    ("mmr1", {"rescore_every": 2}, "rescore_every"),
+    ("sec", {"temperature": 2}, "temperature"),
+    ("sec", {"categories": (CATS + 1) % 3}, "categories_crc32"),
+], ids=["mopps-decay", "greso-min_keep", "mmr1-rescore_every", "sec-temperature",
+        "sec-categories"])
+def test_state_of_another_configuration_is_refused_naming_the_key(name, kw, key):
     state = _make(name).state_dict()
-    with pytest.raises(ValueError, match="sampler state has"):
+    with pytest.raises(ValueError, match=f"sampler state has {key} = "):
         _make(name, **kw).load_state_dict(state)
 
 
@@ -114,6 +120,7 @@ def test_state_of_another_configuration_is_refused(name, kw):
     (MoPPSSampler, {"decay": 1.5}, "decay"),
     (MoPPSSampler, {"prior_alpha": 0}, "prior_alpha"),
     (MoPPSSampler, {"pool_factor": 0.5}, "pool_factor"),
+    (MoPPSSampler, {"n_samples": 5, "batch_size": 6}, "batch_size"),
     (GresoSampler, {"target_zero_variance": -0.1}, "target_zero_variance"),
     (GresoSampler, {"min_keep": 0}, "min_keep"),
     (GresoSampler, {"initial_keep": 0.001}, "initial_keep"),
@@ -122,17 +129,30 @@ def test_state_of_another_configuration_is_refused(name, kw):
     (MMR1Sampler, {"weighted_share": 2}, "weighted_share"),
     (SECSampler, {"categories": CATS, "temperature": 0}, "temperature"),
     (SECSampler, {"categories": CATS, "step_size": 1.5}, "step_size"),
-    (SECSampler, {"categories": CATS[:5]}, "categories"),
-    (SECSampler, {"categories": CATS - 1}, "categories"),
-])
-def test_bad_hyperparameters_name_the_parameter(cls, kw, param):
+    pytest.param(SECSampler, {"categories": CATS[:5]}, "categories", id="sec-categories-short"),
+    pytest.param(SECSampler, {"categories": CATS - 1}, "categories",
+                 id="sec-categories-negative"),
+], ids=lambda v: v.kind if isinstance(v, type) else v if isinstance(v, str) else "bad")
+def test_bad_sizes_and_hyperparameters_name_the_parameter(cls, kw, param):
     with pytest.raises(ValueError, match=param):
-        cls(N, B, **kw)
+        cls(**{"n_samples": N, "batch_size": B, **kw})
 
 
-def test_bad_sizes_are_refused():
-    with pytest.raises(ValueError, match="batch_size"):
-        MoPPSSampler(5, 6)
+PUBLISHED = {
+    "greso": {"target_zero_variance": 0.25, "easy_share": 1 / 3, "initial_keep": 0.5,
+              "p_min": 0.05, "p_max": 0.95, "adapt_from_epoch": 1, "min_keep": 0.01,
+              "filter_feedback": True},
+    "greso-skip": {"filter_feedback": False},
+    "mmr1": {"rescore_every": 4, "rescore_rollouts": 8, "pending_extra_rollouts": N * 8},
+    "sec": {"temperature": 0.4, "decay_all": True},  # tau of SEC's MATH scripts
+    "sec-passrate": {"temperature": 0.5, "decay_all": False},
+}
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_published_defaults(name):
+    s = _make(name)
+    assert {key: getattr(s, key) for key in PUBLISHED[name]} == PUBLISHED[name]
 
 
 # --- MoPPS -------------------------------------------------------------------------------
@@ -158,20 +178,35 @@ def test_mopps_picks_posteriors_closest_to_the_target():
     assert set(s.select().tolist()) == set(half.tolist())
 
 
+def _one_prompt_at_the_target(pool_factor: float) -> MoPPSSampler:
+    """Batch 2; prompt 17 at p ~ 0.5 (the target), every other prompt at p ~ 1e-6."""
+    s = MoPPSSampler(N, 2, pool_factor=pool_factor, seed=5)
+    s.a[:], s.b[:] = 1.0, 1e6
+    s.a[17], s.b[17] = 1e6, 1e6
+    return s
+
+
 def test_mopps_pool_limits_candidates():
     """Only a pool of pool_factor x B prompts is scored: the one prompt at p = 0.5 (the others
     near 0) is chosen exactly when the uniform pool holds it, 6/60 = 10% of steps; scoring all
     prompts would choose it every step. 2000 steps: 3 sigma = 2 points."""
-    s = MoPPSSampler(N, 2, pool_factor=3, seed=5)
+    s = _one_prompt_at_the_target(3)
     assert s.pool_size == 6
-    s.a[:], s.b[:] = 1.0, 1e6      # p ~ 1e-6
-    s.a[17], s.b[17] = 1e6, 1e6    # p ~ 0.5, the target
     share = np.mean([17 in s.select() for _ in range(2000)])
     assert share == pytest.approx(0.1, abs=0.02)
-    whole = MoPPSSampler(N, 2, pool_factor=30, seed=5)  # pool = all 60
-    whole.a[:], whole.b[:] = 1.0, 1e6
-    whole.a[17], whole.b[17] = 1e6, 1e6
+    whole = _one_prompt_at_the_target(30)  # pool = all 60
     assert all(17 in whole.select() for _ in range(50))
+
+
+def test_mopps_prior_from_initial_successes():
+    """MoPPS's published prior: a = 3 successes + 1, b = 3 failures + 1."""
+    r = np.arange(N) % (G + 1)
+    s = MoPPSPriorSampler.for_run(N, B, seed=0, alpha=r, beta=G - r)
+    np.testing.assert_allclose(s.a, 3 * r + 1)
+    np.testing.assert_allclose(s.b, 3 * (G - r) + 1)
+    assert s.config["from_initial"] and not MoPPSSampler(N, B).config["from_initial"]
+    flat = MoPPSSampler.for_run(N, B, seed=0, alpha=r, beta=G - r)
+    assert np.all(flat.a == 1.0) and np.all(flat.b == 1.0)
 
 
 # --- GRESO -------------------------------------------------------------------------------
@@ -194,14 +229,6 @@ def test_greso_skip_adapts_toward_the_zero_variance_target_from_the_first_step()
     # at its target exactly (1 of 8 = 0.125) the skip variant raises p (share not above it)
     s.observe(idx, np.array([0, 4, 4, 4, 4, 4, 4, 4]), G)
     assert s.p_hard == pytest.approx(0.52)
-
-
-def test_greso_published_defaults():
-    s = GresoSampler(N, B)
-    assert (s.target_zero_variance, s.easy_share, s.initial_keep, s.p_min, s.p_max,
-            s.adapt_from_epoch, s.min_keep) == (0.25, 1 / 3, 0.5, 0.05, 0.95, 1, 0.01)
-    assert s.filter_feedback and not GresoSkipSampler(N, B).filter_feedback
-    assert s.config["kind"] == "greso" and GresoSkipSampler(N, B).config["kind"] == "greso-skip"
 
 
 def test_greso_adapts_only_after_epoch_0_with_published_targets():
@@ -310,27 +337,24 @@ def test_mean_abs_advantage_matches_grpo_normalisation():
     np.testing.assert_array_equal(mean_abs_advantage(np.array([0, 8]), np.array([8, 8])), 0.0)
 
 
-def test_sec_q_update_and_boltzmann_probabilities():
-    s = SECSampler(N, B, categories=CATS, step_size=0.5, temperature=0.5)
-    idx = np.array([0, 3, 1])  # categories 0, 0, 1
-    s.observe(idx, np.array([4, 0, 8]), G)
-    assert s.q.tolist() == pytest.approx([0.5 * np.sqrt(7 / 8) / 2, 0.0, 0.0])
-    e = np.exp(s.q / 0.5)
+@pytest.mark.parametrize("cls, kw, q0, q1", [
+    # step size 0.5 from Q = 0: arm 0 gets 0.5 x mean|A| of (4 of 8, 0 of 8) = sqrt(7/8) / 4
+    (SECSampler, {"step_size": 0.5, "temperature": 0.5}, [0.0, 0.0, 0.0],
+     [np.sqrt(7 / 8) / 4, 0.0, 0.0]),
+    # published: Q <- Q/2 + reward/2 for every arm, reward 0 for an arm not trained on
+    (SECSampler, {}, [0.0, 0.0, 1.0], [np.sqrt(7 / 8) / 4, 0.0, 0.5]),
+    # sec-passrate moves only the trained arms
+    (SECPassRateSampler, {}, [0.0, 0.0, 1.0], [np.sqrt(7 / 8) / 4, 0.0, 1.0]),
+], ids=["sec-step-0.5-from-0", "sec-published", "sec-passrate"])
+def test_sec_q_update_and_boltzmann_probabilities(cls, kw, q0, q1):
+    """Arms 0, 0, 1 observe 4, 0, 8 of 8 (arm 2 is not trained on); the draw is a Boltzmann
+    distribution over Q at the sampler's temperature."""
+    s = cls(N, B, categories=CATS, **kw)
+    s.q[:] = q0
+    s.observe(np.array([0, 3, 1]), np.array([4, 0, 8]), G)
+    assert s.q.tolist() == pytest.approx(q1)
+    e = np.exp(s.q / s.temperature)
     np.testing.assert_allclose(s.category_probabilities(), e / e.sum())
-
-
-def test_sec_published_decays_every_arm_and_the_passrate_variant_only_trained_ones():
-    """Q <- Q/2 + reward/2 for every arm (reward 0 for an arm not trained on) in SEC;
-    sec-passrate moves only trained arms. tau: 0.4 (SEC's MATH scripts) vs 0.5."""
-    idx = np.array([0, 3, 1])  # categories 0, 0, 1
-    pub, var = SECSampler(N, B, categories=CATS), SECPassRateSampler(N, B, categories=CATS)
-    assert (pub.temperature, pub.decay_all) == (0.4, True)
-    assert (var.temperature, var.decay_all) == (0.5, False)
-    for s in (pub, var):
-        s.q[:] = [0.0, 0.0, 1.0]
-        s.observe(idx, np.array([4, 0, 8]), G)
-    assert pub.q.tolist() == pytest.approx([np.sqrt(7 / 8) / 4, 0.0, 0.5])
-    assert var.q.tolist() == pytest.approx([np.sqrt(7 / 8) / 4, 0.0, 1.0])
 
 
 def test_label_categories_from_levels_and_from_a_difficulty_in_0_1():
@@ -356,26 +380,6 @@ def test_sec_for_run_reads_labels_and_sec_passrate_reads_the_initial_rollouts():
         SECPassRateSampler.for_run(N, B, seed=0, labels=labels)
 
 
-# --- MoPPS prior, MMR1 defaults --------------------------------------------------------------
-
-
-def test_mopps_prior_from_initial_successes():
-    """MoPPS's published prior: a = 3 successes + 1, b = 3 failures + 1."""
-    r = np.arange(N) % (G + 1)
-    s = MoPPSPriorSampler.for_run(N, B, seed=0, alpha=r, beta=G - r)
-    np.testing.assert_allclose(s.a, 3 * r + 1)
-    np.testing.assert_allclose(s.b, 3 * (G - r) + 1)
-    assert s.config["from_initial"] and not MoPPSSampler(N, B).config["from_initial"]
-    flat = MoPPSSampler.for_run(N, B, seed=0, alpha=r, beta=G - r)
-    assert np.all(flat.a == 1.0) and np.all(flat.b == 1.0)
-
-
-def test_mmr1_rescores_with_eight_rollouts_by_default():
-    s = MMR1Sampler(N, B)
-    assert s.rescore_every == 4 and s.rescore_rollouts == 8
-    assert s.pending_extra_rollouts == N * 8
-
-
 def test_sec_draws_from_the_favoured_category_and_overflows_to_others():
     s = SECSampler(N, B, categories=CATS, temperature=0.01)
     s.q[:] = [0.0, 1.0, 0.0]
@@ -387,9 +391,3 @@ def test_sec_draws_from_the_favoured_category_and_overflows_to_others():
     s.q[:] = [0.0, 1.0]
     idx = s.select()
     assert np.unique(idx).size == B and set(range(3)) <= set(idx.tolist())
-
-
-def test_sec_state_from_other_categories_is_refused():
-    state = SECSampler(N, B, categories=CATS).state_dict()
-    with pytest.raises(ValueError, match="categories_crc32"):
-        SECSampler(N, B, categories=(CATS + 1) % 3).load_state_dict(state)

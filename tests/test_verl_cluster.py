@@ -19,8 +19,6 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 pytest.importorskip("verl")
@@ -28,7 +26,14 @@ pytest.importorskip("verl")
 from hydra import compose, initialize_config_dir  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from test_verl_overrides import spec, verl_config_dir  # noqa: E402
-from test_verl_validation import step_metrics  # noqa: E402
+from test_verl_validation import (  # noqa: E402
+    planned_run,
+    pooled_rows,
+    step_metrics,
+    vanilla_cfg,
+    write_attempt,
+    write_sources,
+)
 
 from vade.train.verl.launch import mlflow_run_for, ray_env_overrides  # noqa: E402
 from vade.train.verl.overrides import build_overrides  # noqa: E402
@@ -101,21 +106,10 @@ def test_a_resumed_run_logs_to_one_mlflow_run(tmp_path):
 def test_pooled_validation_weighs_validated_rows_and_reports_a_missing_source(tmp_path, capsys):
     """val.parquet holds 3 geo3k, 1 ai2d, 4 CLEVR rows; verl validated 2 geo3k and 4 CLEVR (its
     overlong filter dropped a geo3k row and the only ai2d row)."""
-    from vade.store import RunStore
-    from vade.store.query import open_catalog
-    from vade.train.config import TrainConfig
-    from vade.train.verl.launch import _pool_validation, plan
     from vade.train.verl.validated import read_validated_counts, write_validated_counts
     from vade.train.verl.validation import POOLED, VAL_ITEMS
 
-    config = {"name": "exp", "train": {"backend": "verl", "verl": {}},
-              "tracking": {"enabled": False}}
-    cfg = TrainConfig.from_config(config, algorithm="grpo", method="vanilla", seed=0)
-    run_spec, _, _ = plan(cfg, model="m", model_path="m", data_dir=tmp_path / "data",
-                          difficulty=None, out_dir=tmp_path / "run")
-    (tmp_path / "data").mkdir()
-    pq.write_table(pa.table({"data_source": ["geo3k"] * 3 + ["ai2d(cauldron,llava_format)"]
-                             + ["CLEVR-Math/sub"] * 4}), tmp_path / "data" / "val.parquet")
+    run_spec = planned_run(tmp_path)
     trainer = SimpleNamespace(
         val_dataset=SimpleNamespace(dataframe={"data_source": ["geo3k", "CLEVR-Math/sub"] * 2
                                                + ["CLEVR-Math/sub"] * 2}),
@@ -125,19 +119,10 @@ def test_pooled_validation_weighs_validated_rows_and_reports_a_missing_source(tm
     assert json.loads(Path(path).read_text()) == {"CLEVR-Math/sub": 4, "geo3k": 2}
     assert read_validated_counts(run_spec.out_dir, tmp_path / "data/val.parquet")[0] == {
         "CLEVR-Math/sub": 4, "geo3k": 2}
-    metrics = {k: v for k, v in step_metrics(1.0, 0.0, 0.5).items() if "ai2d" not in k}
-    (run_spec.out_dir / "verl-metrics").mkdir(parents=True)
-    (run_spec.out_dir / "verl-metrics" / "attempt-1.jsonl").write_text(
-        json.dumps({"step": 0, "data": metrics}) + "\n")
-    with RunStore(run_spec.out_dir / "history.duckdb", run_spec.run_id) as h:
-        h.start_run(method="vanilla", sampler_config={"kind": "uniform", "n_samples": 4,
-                                                      "batch_size": 2})
-    _pool_validation(run_spec, None)
-    con = open_catalog([run_spec.out_dir / "history.duckdb"])
-    rows = con.execute("SELECT name, value FROM metrics ORDER BY name").fetchall()
-    con.close()
+    write_attempt(run_spec.out_dir / "verl-metrics" / "attempt-1.jsonl",
+                  (0, step_metrics(1.0, None, 0.5)))
     # (2 x 1.0 + 4 x 0.5) / 6, not (3 x 1.0 + 4 x 0.5) / 8 from val.parquet
-    assert rows == [(POOLED, pytest.approx(4 / 6)), (VAL_ITEMS, 6.0)]
+    assert pooled_rows(run_spec) == [(POOLED, pytest.approx(4 / 6)), (VAL_ITEMS, 6.0)]
 
 
 def test_launch_attempts_share_one_logger_path_and_a_missing_source_is_reported(tmp_path,
@@ -145,23 +130,18 @@ def test_launch_attempts_share_one_logger_path_and_a_missing_source_is_reported(
                                                                                 capsys):
     """Two attempts through ``launch`` with verl replaced by a stand-in that writes what verl's
     file logger would (step metrics with the ai2d source missing) and a checkpoint."""
-    from vade.train.config import TrainConfig
     from vade.train.verl import launch as launch_mod
 
-    config = {"name": "exp", "train": {"backend": "verl", "verl": {}},
-              "tracking": {"mlflow_uri": f"sqlite:///{tmp_path / 'mlflow.db'}"}}
-    cfg = TrainConfig.from_config(config, algorithm="grpo", method="vanilla", seed=0)
+    cfg = vanilla_cfg({"mlflow_uri": f"sqlite:///{tmp_path / 'mlflow.db'}"})
     (tmp_path / "data").mkdir()
     for name in ("train", "val"):
-        pq.write_table(pa.table({"data_source": ["geo3k"] * 3 + ["ai2d(cauldron,llava_format)"]
-                                 + ["CLEVR-Math/sub"] * 4}), tmp_path / "data" / f"{name}.parquet")
+        write_sources(tmp_path / "data" / f"{name}.parquet")
     out = tmp_path / "run"
     seen = []
 
     def verl(cmd, env, log_path):
         seen.append((env["VERL_FILE_LOGGER_PATH"], env["MLFLOW_RUN_ID"], cmd))
-        Path(env["VERL_FILE_LOGGER_PATH"]).write_text(json.dumps({"step": len(seen), "data": {
-            k: v for k, v in step_metrics(1.0, 0.0, 0.5).items() if "ai2d" not in k}}) + "\n")
+        write_attempt(Path(env["VERL_FILE_LOGGER_PATH"]), (len(seen), step_metrics(1.0, None, 0.5)))
         hf = out / "checkpoints" / "global_step_1" / "actor" / "huggingface"
         hf.mkdir(parents=True, exist_ok=True)
         (out / "checkpoints" / "latest_checkpointed_iteration.txt").write_text("1")

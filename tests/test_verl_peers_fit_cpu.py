@@ -9,6 +9,12 @@ peer is the lab's class (``vade.sampling.peers``) behind ``VadeCurriculumSampler
 only the GPU worker groups (rollout, actor, reference, weight sync), backed by a tabular policy.
 
 10 training prompts, batch 4, G = 3, 6 steps; initial difficulty r = (5 id) mod 9 of 8.
+
+Each peer's uninterrupted fit runs once (``whole``). The resume after a kill (two more fits) is
+the same plugin code for every peer: greso-skip's (streaks, the epoch walk's position, p_easy and
+p_hard) stays in the fast tier, the other three are ``e2e``; each peer's own state round trip is
+also checked without verl (``test_sampling_peers.py``) and through the local trainer's resume
+(``test_train_peers.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 import pytest
+from peers_cases import peer_state_rows
 from test_verl_fit_cpu import (  # noqa: F401 - world is a fixture
     N_TRAIN,
     STEPS,
@@ -34,11 +41,19 @@ from vade.train.difficulty import initial_alpha_beta
 # local backend (refused below); published SEC reads labels this world's data lacks (its label
 # reader is checked below), so its pass-rate variant stands for it here
 PEERS = ("mopps", "greso-skip", "mmr1", "sec-passrate")
+FAST_RESUME = "greso-skip"
 
 
-@pytest.fixture(scope="module", params=PEERS)
-def peer_run(world, request):  # noqa: F811
-    return request.param, run(world, method=request.param, out=f"peer-{request.param}")
+@pytest.fixture(scope="module")
+def whole(world):  # noqa: F811
+    """``whole(method)``: the peer's uninterrupted fit ``(spec, trainer)``, run on first use."""
+    done: dict = {}
+
+    def get(method: str):
+        if method not in done:
+            done[method] = run(world, method=method, out=f"peer-{method}")
+        return done[method]
+    return get
 
 
 def _replay(root, method, events):
@@ -55,11 +70,12 @@ def _replay(root, method, events):
     return chosen, inner
 
 
-def test_peer_draws_verls_batches_and_logs_its_state(world, peer_run):  # noqa: F811
+@pytest.mark.parametrize("method", PEERS)
+def test_peer_draws_verls_batches_and_logs_its_state(world, whole, method):  # noqa: F811
     """Every batch verl's dataloader drew is the peer's choice given the rewards verl scored,
     and the run's ``peer_state`` rows at the last step are the replayed peer's state."""
     root, _ = world
-    method, (spec, trainer) = peer_run
+    spec, trainer = whole(method)
     events, _ = history(spec)
     observed: dict[int, dict[int, float]] = {}
     for step, sid, correct, rollouts, _, _ in events:
@@ -69,26 +85,24 @@ def test_peer_draws_verls_batches_and_logs_its_state(world, peer_run):  # noqa: 
     drawn = [sorted(set(g["ids"])) for g in trainer.async_rollout_manager.generated]
     chosen, inner = _replay(root, method, events)
     assert chosen == drawn
-    con = duckdb.connect(str(spec.out_dir / "history.duckdb"), read_only=True)
-    try:
+    with duckdb.connect(str(spec.out_dir / "history.duckdb"), read_only=True) as con:
         assert con.execute("SELECT method, sampler FROM runs").fetchone() == (method, method)
-        rows = con.execute("SELECT sample_id, name, value FROM peer_state WHERE step = ?",
-                           [STEPS]).fetchall()
-        first = con.execute("SELECT count(DISTINCT sample_id) FROM peer_state WHERE step = 0"
-                            ).fetchone()[0]
-    finally:
-        con.close()
-    assert first == N_TRAIN  # step 0: every sample's starting state
+    logged = peer_state_rows(spec.out_dir / "history.duckdb")
+    rows = [(sid, name, value) for step, sid, name, value in logged if step == STEPS]
+    # step 0: every sample's starting state
+    assert {sid for step, sid, _, _ in logged if step == 0} == set(range(N_TRAIN))
     state = inner.sample_state()
     assert rows and {name for _, name, _ in rows} == set(state)
     for sid, name, value in rows:
         assert value == pytest.approx(float(state[name][sid]))
 
 
-def test_peer_resume_after_a_kill_replays_identically(world, peer_run):  # noqa: F811
+@pytest.mark.parametrize("method", [m if m == FAST_RESUME else pytest.param(m, marks=pytest.mark.e2e)
+                                    for m in PEERS])
+def test_peer_resume_after_a_kill_replays_identically(world, whole, method):  # noqa: F811
     """Killed in step 5 (after its actor update, before its checkpoint); verl resumes from step
     4's checkpoint and the peer's state with it: same batches, history and weights."""
-    method, (spec_a, a) = peer_run
+    spec_a, a = whole(method)
     out = f"peer-{method}-resumed"
     spec_b, first = run(world, method=method, out=out, kill_at=5)
     _, second = run(world, method=method, out=out, attempt=1)
@@ -96,10 +110,8 @@ def test_peer_resume_after_a_kill_replays_identically(world, peer_run):  # noqa:
     drawn.update({g["step"]: g["ids"] for g in second.async_rollout_manager.generated})
     assert drawn == {g["step"]: g["ids"] for g in a.async_rollout_manager.generated}
     assert history(spec_b) == history(spec_a)
-    q = "SELECT step, sample_id, name, value FROM peer_state ORDER BY ALL"
-    pa_ = duckdb.connect(str(spec_a.out_dir / "history.duckdb"), read_only=True).execute(q)
-    pb = duckdb.connect(str(spec_b.out_dir / "history.duckdb"), read_only=True).execute(q)
-    assert pa_.fetchall() == pb.fetchall()
+    assert peer_state_rows(spec_b.out_dir / "history.duckdb") == peer_state_rows(
+        spec_a.out_dir / "history.duckdb")
     assert torch.equal(second.policy.logits, a.policy.logits)
 
 

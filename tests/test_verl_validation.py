@@ -8,6 +8,7 @@ tmp_path) and the report's curve reader. No verl process runs: the metric files 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -26,15 +27,63 @@ from vade.train.verl.validation import (
 )
 
 COUNTS = {"geo3k": 3, "ai2d(cauldron,llava_format)": 1, "CLEVR-Math/sub": 4}
+# COUNTS as a val.parquet's data_source column (the cluster tests' val and train splits too)
+SOURCES = ["geo3k"] * 3 + ["ai2d(cauldron,llava_format)"] + ["CLEVR-Math/sub"] * 4
 
 
 def step_metrics(geo, ai2d, clevr):
-    return {"val-core/geo3k/acc/mean@1": geo,
-            "val-core/ai2d(cauldron,llava_format)/acc/mean@1": ai2d,
-            "val-core/CLEVR-Math/sub/acc/mean@1": clevr,
+    """One step's metrics as verl's file logger writes them; a source whose accuracy is None
+    is missing (verl validated none of its rows)."""
+    acc = {"geo3k": geo, "ai2d(cauldron,llava_format)": ai2d, "CLEVR-Math/sub": clevr}
+    return {**{f"val-core/{source}/acc/mean@1": v for source, v in acc.items() if v is not None},
             "val-aux/geo3k/reward/mean@1": 9.0,          # not accuracy: ignored
             "val-aux/num_turns/mean": 1.0,
             "actor/grad_norm": 0.3}
+
+
+def write_sources(path: Path) -> None:
+    pq.write_table(pa.table({"data_source": SOURCES}), path)
+
+
+def vanilla_cfg(tracking: dict | None = None):
+    """A verl cell's config (vanilla GRPO, seed 0, experiment ``exp``; no tracking unless given)."""
+    from vade.train.config import TrainConfig
+
+    config = {"name": "exp", "train": {"backend": "verl", "verl": {}},
+              "tracking": tracking or {"enabled": False}}
+    return TrainConfig.from_config(config, algorithm="grpo", method="vanilla", seed=0)
+
+
+def planned_run(tmp_path: Path):
+    """``launch``'s plan of a run in ``tmp_path/run``, its data's val.parquet holding SOURCES."""
+    from vade.train.verl.launch import plan
+
+    spec, _, _ = plan(vanilla_cfg(), model="m", model_path="m", data_dir=tmp_path / "data",
+                      difficulty=None, out_dir=tmp_path / "run")
+    (tmp_path / "data").mkdir()
+    write_sources(tmp_path / "data" / "val.parquet")
+    return spec
+
+
+def write_attempt(path: Path, *records: tuple[int, dict]) -> None:
+    """One attempt's file as verl's file logger writes it: a record per (step, metrics)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"step": s, "data": d}) + "\n" for s, d in records))
+
+
+def pooled_rows(spec) -> list[tuple[str, float]]:
+    """The launcher's pooling into a fresh history of the run: its (name, value) metric rows."""
+    from vade.train.verl.launch import _pool_validation
+
+    with RunStore(spec.out_dir / "history.duckdb", spec.run_id) as h:
+        h.start_run(method="vanilla", sampler_config={"kind": "uniform", "n_samples": 4,
+                                                      "batch_size": 2})
+    _pool_validation(spec, None)
+    con = open_catalog([spec.out_dir / "history.duckdb"])
+    try:
+        return con.execute("SELECT name, value FROM metrics ORDER BY name").fetchall()
+    finally:
+        con.close()
 
 
 def test_pooled_score_weights_sources_by_items():
@@ -45,9 +94,8 @@ def test_pooled_score_weights_sources_by_items():
     with pytest.raises(ValueError, match="'geo3k'"):
         pooled_validation(step_metrics(1.0, 0.0, 0.5), {k: v for k, v in COUNTS.items()
                                                         if k != "geo3k"})
-    missing = {k: v for k, v in step_metrics(1.0, 0.0, 0.5).items() if "CLEVR" not in k}
     with pytest.raises(ValueError, match="CLEVR-Math/sub"):
-        pooled_validation(missing, COUNTS)
+        pooled_validation(step_metrics(1.0, 0.0, None), COUNTS)
 
 
 def test_item_counts_from_the_val_parquet(tmp_path):
@@ -68,11 +116,9 @@ def test_pooled_score_reaches_history_mlflow_and_the_report(tmp_path):
                                                    "batch_size": 2, "lambda1": 0.2,
                                                    "lambda2": 0.999})
     a1, a2 = tmp_path / "attempt-1.jsonl", tmp_path / "attempt-2.jsonl"
-    a1.write_text("".join(json.dumps({"step": s, "data": d}) + "\n" for s, d in [
-        (0, step_metrics(0.0, 0.0, 0.25)), (2, step_metrics(0.0, 1.0, 0.0))]))
+    write_attempt(a1, (0, step_metrics(0.0, 0.0, 0.25)), (2, step_metrics(0.0, 1.0, 0.0)))
     # the resumed attempt replays step 2 (its value wins) and validates step 4
-    a2.write_text("".join(json.dumps({"step": s, "data": d}) + "\n" for s, d in [
-        (2, step_metrics(1.0, 1.0, 0.0)), (4, step_metrics(1.0, 1.0, 1.0))]))
+    write_attempt(a2, (2, step_metrics(1.0, 1.0, 0.0)), (4, step_metrics(1.0, 1.0, 1.0)))
     for _ in range(2):  # idempotent
         got = pool_run_validation([a1, a2, tmp_path / "absent.jsonl"], COUNTS, store=store,
                                   run_id="m-grpo-vade-s0", tracking_uri=uri, experiment="exp")
@@ -96,27 +142,8 @@ def test_pooled_score_reaches_history_mlflow_and_the_report(tmp_path):
 def test_launch_pools_its_attempt_files_in_time_order(tmp_path):
     """``launch`` after verl exits: attempt files sorted by their time stamp (numerically), the
     counts from the run's own val.parquet."""
-    from vade.train.config import TrainConfig
-    from vade.train.verl.launch import _pool_validation, plan
-
-    config = {"name": "exp", "train": {"backend": "verl", "verl": {}},
-              "tracking": {"enabled": False}}
-    cfg = TrainConfig.from_config(config, algorithm="grpo", method="vanilla", seed=0)
-    spec, _, _ = plan(cfg, model="m", model_path="m", data_dir=tmp_path / "data",
-                      difficulty=None, out_dir=tmp_path / "run")
-    (tmp_path / "data").mkdir()
-    pq.write_table(pa.table({"data_source": ["geo3k"] * 3 + ["ai2d(cauldron,llava_format)"]
-                             + ["CLEVR-Math/sub"] * 4}), tmp_path / "data" / "val.parquet")
-    metrics_dir = spec.out_dir / "verl-metrics"
-    metrics_dir.mkdir(parents=True)
+    spec = planned_run(tmp_path)
     for stamp, geo in ((9, 0.0), (10, 1.0)):   # "attempt-10" sorts before "attempt-9" as text
-        (metrics_dir / f"attempt-{stamp}.jsonl").write_text(
-            json.dumps({"step": 0, "data": step_metrics(geo, 0.0, 0.0)}) + "\n")
-    with RunStore(spec.out_dir / "history.duckdb", spec.run_id) as h:
-        h.start_run(method="vanilla", sampler_config={"kind": "uniform", "n_samples": 4,
-                                                      "batch_size": 2})
-    _pool_validation(spec, None)
-    con = open_catalog([spec.out_dir / "history.duckdb"])
-    rows = con.execute("SELECT name, value FROM metrics ORDER BY name").fetchall()
-    con.close()
-    assert rows == [(POOLED, 3 / 8), (VAL_ITEMS, 8.0)]
+        write_attempt(spec.out_dir / "verl-metrics" / f"attempt-{stamp}.jsonl",
+                      (0, step_metrics(geo, 0.0, 0.0)))
+    assert pooled_rows(spec) == [(POOLED, 3 / 8), (VAL_ITEMS, 8.0)]

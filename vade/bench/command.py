@@ -30,10 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--out", default="reports/bench/reward.json")
 
 
-def _run_reward(args: argparse.Namespace) -> int:
-    import json
-    from pathlib import Path
-
+def _reward(args: argparse.Namespace) -> dict:
     from vade.bench.reward import run_all
 
     result = run_all(args.repeats, args.threads)
@@ -48,19 +45,10 @@ def _run_reward(args: argparse.Namespace) -> int:
           f"{t['threads'] - 1} on {t['hard_answer']} (killed at the budget): max "
           f"{t['hard_max_s']:.3f} s, median {t['hard_median_s']:.3f} s; 1 on "
           f"{t['easy_answer']}: {t['easy_s']} s, scores {t['easy_scores']}")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
-    return 0
+    return result
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.target == "reward":
-        return _run_reward(args)
-    import json
-    from pathlib import Path
-
+def _sampler(args: argparse.Namespace) -> dict:
     from vade.bench.sampler import run_all
 
     result = run_all(args.sizes, args.batch_size, args.steps, args.threads, args.log_steps)
@@ -76,6 +64,18 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nDuckDB: {log['events_per_step']} events per step: median "
           f"{log['log_step_ms_median']:.2f} ms (p90 {log['log_step_ms_p90']:.2f} ms); "
           f"snapshot of {log['snapshot_samples']:,} samples: {log['snapshot_ms']:.0f} ms")
+    return result
+
+
+# TARGET -> measures it and prints its table; run() writes the result as JSON to --out
+TARGETS = {"sampler": _sampler, "reward": _reward}
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    result = TARGETS[args.target](args)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -5,8 +5,7 @@ Why: a run of ``config/tiny.yaml`` through Snakemake (data -> tiny model -> init
 setup. ``build_once`` runs it in a clean copy of the repository (``workflow_copy.clean_copy``)
 under a folder every pytest-xdist worker of one run shares, behind a file lock: the first worker
 to ask builds it, the others wait and reuse it. Tests read it; a test that changes outputs works
-in its own copy (``shutil.copytree(..., symlinks=True)``). Dry runs (``-n``) with new config
-files are reads.
+in its own copy (``copy_of``). Dry runs (``-n``) with new config files are reads.
 
 Smoke scale: the same stages, models, methods and algorithms; fewer rows, warm-start and
 training steps.
@@ -16,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -73,6 +73,20 @@ def build(workdir: Path) -> str | None:
     logs = "\n".join(f"== {p}\n{p.read_text()[-3000:]}"
                      for p in sorted((workdir / "logs").rglob("*.log")))
     return f"tiny pipeline failed:\n{proc.stderr[-6000:]}\n{logs}"
+
+
+def copy_of(completed: Path, dest: Path) -> Path:
+    """``completed`` copied to ``dest`` (modification times kept: nothing is stale that was not).
+
+    Left out: Snakemake's locks (a dry run on another worker may hold the shared clone's while
+    this copies: they belong to that process, not the copy) and bytecode (which a test importing
+    the clone's package may be writing)."""
+    def left_out(folder: str, names: list[str]) -> set[str]:
+        skip = {"__pycache__", "locks"} if Path(folder).name == ".snakemake" else {"__pycache__"}
+        return skip.intersection(names)
+
+    shutil.copytree(completed, dest, symlinks=True, ignore=left_out)
+    return dest
 
 
 def build_once(shared: Path) -> tuple[Path, str | None]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -130,8 +129,9 @@ def test_changed_evaluation_setting_reruns_no_training(completed: Path) -> None:
 @on_the_shared_run
 def test_moved_checkout_reruns_nothing(completed: Path, tmp_path: Path) -> None:
     """Code inputs and the MLflow store are relative to the clone: moving it changes nothing."""
-    moved = tmp_path / "elsewhere" / "clone"
-    shutil.copytree(completed, moved, symlinks=True)  # copy2: modification times kept
+    from smoke_pipeline import copy_of
+
+    moved = copy_of(completed, tmp_path / "elsewhere" / "clone")
     proc = snakemake(moved, "-n", "--configfile", CONFIG)
     assert proc.returncode == 0, proc.stderr
     assert scheduled(proc) == {}

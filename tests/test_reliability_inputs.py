@@ -4,7 +4,7 @@ does; an unchanged input resumes.
 
 Real: the local trainer, its checkpoints and resume plan, the DuckDB history and the input
 hashing. Stand-in: the toy policy (``vade.train.local.toy``) for the tiny Qwen2.5-VL. The
-Snakemake test at the end runs the real smoke pipeline (tiny model, real rules).
+Snakemake test at the end reruns part of the real smoke pipeline (tiny model, real rules).
 """
 
 from __future__ import annotations
@@ -130,38 +130,29 @@ def test_a_checkpoint_without_input_hashes_is_not_trusted(data, tmp_path):
 
 
 @pytest.mark.e2e
-def test_a_changed_difficulty_temperature_reaches_the_run_through_snakemake(tmp_path):
+def test_a_changed_difficulty_temperature_reaches_the_run_through_snakemake(smoke_pipeline,
+                                                                            tmp_path):
     """Before: ``init_difficulty`` and ``train`` reran ("Input files updated"), but the trainer
     resumed its old checkpoint, wrote no new step, and the history's step-0 alpha still matched
-    the old ``initial.parquet``. One VADE run at smoke scale (the fewest jobs that show it:
-    data, tiny model, initial difficulty, one training run), in a clean copy of the repository.
+    the old ``initial.parquet``. From a copy of the shared smoke pipeline (``smoke_pipeline``: its
+    VADE runs trained on the first initial difficulty), a colder difficulty temperature and one
+    VADE run asked for: the fewest jobs that show it (initial difficulty, one training run).
     """
     import duckdb
-    from test_pipeline import snakemake, write_config
-    from workflow_copy import clean_copy
+    import yaml
+    from smoke_pipeline import copy_of, snakemake, write_config
+    from test_pipeline import scheduled
 
-    def smallest(cfg: dict) -> None:
-        cfg["data"]["synthetic"].update(train=64, val=8, warmstart=256)
-        cfg["models"]["tiny"]["warm_start"].update(steps=20)  # smoke scale: some signal
-        cfg["train"].update(steps=2, batch_size=8, val_every=2, checkpoint_every=1)
-        cfg["experiments"]["grid"] = [{"models": ["tiny"], "algorithms": ["grpo"],
-                                       "methods": ["vade"]}]
-
-    def colder(cfg: dict) -> None:
-        smallest(cfg)
-        cfg["difficulty"]["temperature"] = 0.2
-
-    workdir = clean_copy(tmp_path / "clone")
+    workdir = copy_of(smoke_pipeline, tmp_path / "clone")
     run = workdir / "results" / "tiny" / "runs" / "tiny-grpo-vade-s0"
     initial = workdir / "results" / "tiny" / "difficulty" / "tiny" / "initial.parquet"
-    target = str((run / "done.json").relative_to(workdir))
-    for name, edit in (("a.yaml", smallest), ("b.yaml", colder)):
-        config = write_config(workdir, name, edit)
-        proc = snakemake(workdir, target, "--cores", "2", "--configfile",
-                         str(config.relative_to(workdir)))
-        assert proc.returncode == 0, proc.stderr[-4000:]
-        if name == "a.yaml":
-            old = pq.read_table(initial).column("correct").to_numpy()
+    old = pq.read_table(initial).column("correct").to_numpy()
+    config = write_config(workdir, "colder.yaml",
+                          lambda cfg: cfg["difficulty"].update(temperature=0.2))
+    proc = snakemake(workdir, str((run / "done.json").relative_to(workdir)), "--cores", "2",
+                     "--configfile", str(config.relative_to(workdir)))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert scheduled(proc) == {"init_difficulty": 1, "train": 1}
     new = pq.read_table(initial).column("correct").to_numpy()
     assert (old != new).any()  # near-greedy rollouts changed the difficulty file
     con = duckdb.connect(str(run / "history.duckdb"), read_only=True)
@@ -170,6 +161,6 @@ def test_a_changed_difficulty_temperature_reaches_the_run_through_snakemake(tmp_
     steps = con.execute("SELECT count(*) FROM steps").fetchone()[0]
     con.close()
     np.testing.assert_array_equal(alpha, new)
-    assert steps == 2
+    assert steps == yaml.safe_load(config.read_text())["train"]["steps"]
     (moved,) = (run / "superseded").iterdir()
     assert "an input changed (difficulty: sha256:" in (moved / "reason.txt").read_text()

@@ -103,7 +103,8 @@ def test_study_at_smoke_scale_trains_two_seeds_and_reports_intervals(tmp_path):
     (repo / "config" / "smoke-study.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     runs = [f"results/tiny-study/runs/tiny-grpo-{m}-s{s}/done.json"
             for m in ("vade", "dapo") for s in (0, 1)]
-    proc = _snakemake(repo, *runs, "--cores", "2", "--configfile", "config/smoke-study.yaml")
+    proc = _snakemake(repo, *runs, "--cores", "2", "--configfile", "config/smoke-study.yaml",
+                      timeout=1800)  # 7 jobs: 600 s ran out beside a demo (load average 13)
     assert proc.returncode == 0, proc.stderr[-4000:]
     from vade.report.command import build_report
     from vade.report.config import ReportConfig

@@ -5,13 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_train_local import write_toy_data
 
 from vade.tracking import NullTracker, Tracker, TrackingConfig, flatten, open_tracker
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> Path:
+    from test_train_local import write_toy_data  # not at the top: it imports torch, which the
+    # processes of the parallel-store test (they import this module) would import for nothing
+
     return write_toy_data(tmp_path_factory.mktemp("data"))
 
 

@@ -44,7 +44,8 @@ class ScriptedJudge:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # a short poll: ``close`` (once per test) waits for the loop's next turn (0.5 s by default)
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
 
     def reply(self, prompt: str) -> str:
         self.prompts.append(prompt)

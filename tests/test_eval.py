@@ -8,6 +8,7 @@ import json
 import os
 
 import pytest
+from mlflow_store import fresh_store
 
 from vade.eval.config import Benchmark, EvaluateConfig, JudgeConfig
 from vade.eval.runner import benchmark_score, target_for
@@ -224,7 +225,7 @@ def test_evaluate_runs_lmms_eval_k_times_and_stores_rows(tiny_model, tmp_path, m
         return real_score(data_source, solution_str, ground_truth, extra_info, **kw)
 
     monkeypatch.setattr(vade.rewards, "compute_score", spy)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", fresh_store(tmp_path / "mlflow.db"))
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "evaltest")
     out = tmp_path / "eval" / "tiny-grpo-vade-s0.duckdb"
     cfg = '{"name": "t", "evaluate": {"repeats": 2, "seed": 5, "max_new_tokens": 6}}'

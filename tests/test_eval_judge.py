@@ -18,6 +18,8 @@ from vade.eval.judge import judge_env, running_judge, wait_ready
 
 # The stub, as a script: also run as a separate process for the `serve` mode (argv: port,
 # served name, and optionally how many chat completions it answers before failing every later one).
+# A failure carries ``retry-after-ms: 1``: the OpenAI client still retries twice (each retry is a
+# request the relay counts), only without its own 0.5 s and 1 s back-off, which no test checks.
 STUB = r'''
 import json, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,6 +35,8 @@ class Handler(BaseHTTPRequestHandler):
     def _send(self, code, body):
         data = json.dumps(body).encode()
         self.send_response(code)
+        if code >= 500:
+            self.send_header("retry-after-ms", "1")
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -70,7 +74,7 @@ _ns["SERVED"] = "judge"  # (the script reads it from argv, which is pytest's her
 @pytest.fixture()
 def stub():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _ns["Handler"])
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     _ns["SEEN"].clear()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1", _ns["SEEN"]
@@ -173,7 +177,7 @@ def test_vade_judge_serve_writes_ready_file_and_stops_on_sigterm(tmp_path):
     try:
         deadline = time.monotonic() + 60
         while not ready.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
+            time.sleep(0.05)
         assert json.loads(ready.read_text()) == {
             "API_TYPE": "openai", "MODEL_VERSION": "j",
             "OPENAI_API_URL": f"http://127.0.0.1:{port}/v1"}  # no key in the file

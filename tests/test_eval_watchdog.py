@@ -4,6 +4,9 @@ Real: a judge server process on 127.0.0.1 (a stub of vLLM's OpenAI server, start
 ``running_judge`` as it starts vLLM), the counting relay, the watchdog thread and its signal,
 and lmms-eval's own judge client and retry loop (``get_server`` / ``ServerConfig`` with
 MathVista's settings: 5 retries, 10 s apart, 60 s per call), which the bounded retry budget caps.
+Every wait comes from the watchdog config the test passes (``FAST``: a look every 0.1 s, a call
+hung after 0.5 s): a failing judge is caught in about a second, not the minutes the production
+defaults allow, and each bound below is still far under what the unwatched client would take.
 Stand-in: the policy's generation; the "repeat" is the judge calls a judged lmms-eval task makes,
 one per item, each failure scored 0 as lmms-eval does. Task preloading uses lmms-eval's own
 TaskManager on local parquet tasks.
@@ -31,8 +34,8 @@ HANG = STUB.replace('''    def do_POST(self):
         time.sleep(3600)
 ''')
 
-FAST = WatchdogConfig(interval_s=1.0, min_calls=5, hang_s=5.0, liveness_timeout_s=2.0,
-                      liveness_failures=2, max_retries=2, retry_delay_s=1.0)
+FAST = WatchdogConfig(interval_s=0.1, min_calls=5, hang_s=0.5, liveness_timeout_s=0.5,
+                      liveness_failures=2, max_retries=2, retry_delay_s=0.1)
 
 
 class _Deadline(BaseException):
@@ -115,15 +118,22 @@ def test_hung_judge_stops_the_repeat_blocked_in_its_call(tmp_path):
             watching(judge, FAST, judged=True):
         _repeat(100)
     elapsed = time.monotonic() - t0
-    assert elapsed < 60, elapsed  # hang_s 5 + a look every second, not 60 s x retries
+    assert elapsed < 60, elapsed  # hang_s + a look every interval_s, not 60 s x retries
     assert "a judge call has had no answer for" in str(err.value)
-    assert "evaluate.judge.watchdog.hang_s 5" in str(err.value)
+    assert f"evaluate.judge.watchdog.hang_s {FAST.hang_s:g})" in str(err.value)
 
 
 def test_a_healthy_judge_is_left_alone_and_zero_calls_fail_the_repeat(tmp_path):
     with _judge(tmp_path, STUB) as judge, watching(judge, FAST, judged=True) as dog:
+        looks: list[str | None] = []
+        look = dog.look
+        dog.look = lambda: looks.append(look()) or looks[-1]  # every look the thread takes
         assert _repeat(8) == 8
-        time.sleep(2.5)  # a few looks
+        after = len(looks) + 3  # a few looks after the calls, none of them a reason to stop
+        deadline = time.monotonic() + 60
+        while len(looks) < after and time.monotonic() < deadline:
+            time.sleep(FAST.interval_s)
+        assert len(looks) >= after and set(looks) == {None}, looks
         dog.after_repeat(0)
         assert dog.reason is None
         with pytest.raises(JudgeWatchdogError, match="repeat 1 has judged benchmarks but made "

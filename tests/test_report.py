@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mlflow_store import fresh_store
 
 from vade.cli import main
 from vade.eval.store import EvalRow, average_at_k, open_eval_catalog, write_eval_results
@@ -161,6 +162,16 @@ def _report(root: Path, out: Path, *extra: str) -> str:
     return (out / "report.md").read_text()
 
 
+@pytest.fixture(scope="module")
+def reports(fixture_dirs, tmp_path_factory) -> Path:
+    """The report of ``fixture_dirs`` made twice, into ``a/`` and ``b/`` (read them, never change
+    them): the tests of its contents read ``a``, the determinism checks compare the two."""
+    out = tmp_path_factory.mktemp("reports")
+    for name in ("a", "b"):
+        _report(fixture_dirs, out / name)
+    return out
+
+
 def _row(md: str, *cells: str) -> list[str]:
     """The Markdown table row whose first cells are ``cells``, split into cells."""
     for line in md.splitlines():
@@ -183,8 +194,8 @@ def test_eval_store_average_at_k(fixture_dirs):
     assert not (fixture_dirs / "dup.duckdb").exists()
 
 
-def test_report_tables_hold_the_recorded_numbers(fixture_dirs, tmp_path):
-    md = _report(fixture_dirs, tmp_path / "r")
+def test_report_tables_hold_the_recorded_numbers(reports):
+    md = (reports / "a" / "report.md").read_text()
     # Table 1 (columns: model, algo, method, math, chart, AVG, runs); paper order does not
     # apply to synthetic names, so config `benchmarks: [math, chart]` fixes the order.
     base = _row(md, "tiny", "-", "Base Model")
@@ -210,8 +221,8 @@ def test_report_tables_hold_the_recorded_numbers(fixture_dirs, tmp_path):
     assert _row(md, "tiny-gspo-vade-s0")[5] == "missing"
 
 
-def test_report_headline_and_figures(fixture_dirs, tmp_path):
-    md = _report(fixture_dirs, tmp_path / "r")
+def test_report_headline_and_figures(reports):
+    md = (reports / "a" / "report.md").read_text()
     row = _row(md, "tiny", "GRPO", "0")
     assert row[3:9] == ["0.600", "0.597", "384", "288", "128", "0.333"]
     assert row[9:11] == ["n/a (no difficulty file)"] * 2  # no --difficulty given
@@ -219,7 +230,7 @@ def test_report_headline_and_figures(fixture_dirs, tmp_path):
     miss = _row(md, "tiny", "GRPO", "1")  # seed 1 has a partial VADE run and no DAPO run
     assert miss[3] == "missing" and "tiny-grpo-dapo-s1: no run" in miss[11]
     for name in ("figure1", "figure3", "figure4", "difficulty_heatmap", "selection_counts"):
-        png = tmp_path / "r" / "figures" / f"{name}.png"
+        png = reports / "a" / "figures" / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert f"figures/{name}.png" in md
     # selection counts: every step selects B items, so the bucket means weighted by items sum
@@ -237,13 +248,13 @@ def test_report_headline_and_figures(fixture_dirs, tmp_path):
     assert "Heatmap: run tiny-grpo-vade-s0, 12 of 40 items drawn with seed 3" in md
 
 
-def test_report_is_deterministic(fixture_dirs, tmp_path):
-    a = _report(fixture_dirs, tmp_path / "a")
-    b = _report(fixture_dirs, tmp_path / "b")
+def test_report_is_deterministic(reports):
+    a = (reports / "a" / "report.md").read_text()
+    b = (reports / "b" / "report.md").read_text()
     assert a == b
     assert "val/acc [duckdb]" in a
-    for png in sorted((tmp_path / "a" / "figures").glob("*.png")):
-        assert png.read_bytes() == (tmp_path / "b" / "figures" / png.name).read_bytes(), png.name
+    for png in sorted((reports / "a" / "figures").glob("*.png")):
+        assert png.read_bytes() == (reports / "b" / "figures" / png.name).read_bytes(), png.name
 
 
 def test_mlflow_fills_metrics_a_history_lacks(tmp_path):
@@ -251,7 +262,7 @@ def test_mlflow_fills_metrics_a_history_lacks(tmp_path):
 
     _record(tmp_path / "runs", "tiny-grpo-vanilla-s0", [0.0, 0.0, 0.0], metrics=False)
     (tmp_path / "eval").mkdir()  # no evaluations yet: every cell missing, no error
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = fresh_store(tmp_path / "mlflow.db")
     with Tracker(uri, "fx", "tiny-grpo-vanilla-s0") as t:
         for step, v in ((1, 0.25), (3, 0.5)):
             t.log_metrics({"val/acc": v}, step=step)
@@ -289,23 +300,21 @@ def test_report_bad_config_is_a_one_line_error(tmp_path, capsys):
     assert "report.heatmap_samples" in capsys.readouterr().err
 
 
-def test_html_report_shows_tables_and_embeds_figures(fixture_dirs, tmp_path):
+def test_html_report_shows_tables_and_embeds_figures(reports):
     """What ``snakemake --report`` shows: HTML pages, not a Markdown download (real renderer)."""
-    _report(fixture_dirs, tmp_path / "r")
-    page = (tmp_path / "r" / "report.html").read_text()
+    page = (reports / "a" / "report.html").read_text()
     assert page.count("<table>") >= 5  # runs, Table 1, 2, 5, headline (+ selection counts)
     assert "<td>Ours (VADE)</td>" in page and "<td>62.50* ▲+7.50</td>" in page
     assert 'src="figures/' not in page  # every figure inlined: the page stands alone
     assert page.count('src="data:image/png;base64,') == 5
-    table1 = (tmp_path / "r" / "tables" / "table1.html").read_text()
+    table1 = (reports / "a" / "tables" / "table1.html").read_text()
     assert "<th>math</th>" in table1 and "<td>55.00* ▲+10.00</td>" in table1
     assert "<img" not in table1
-    assert sorted(p.name for p in (tmp_path / "r" / "tables").iterdir()) == [
+    assert sorted(p.name for p in (reports / "a" / "tables").iterdir()) == [
         "headline.html", "runs.html", "seeds.html", "table1.html", "table2.html",
         "table5.html"]
-    _report(fixture_dirs, tmp_path / "again")
     for name in ("report.html", "tables/table1.html"):
-        assert (tmp_path / "r" / name).read_bytes() == (tmp_path / "again" / name).read_bytes()
+        assert (reports / "a" / name).read_bytes() == (reports / "b" / name).read_bytes()
 
 
 def test_score_axis_is_never_narrower_than_its_noise():

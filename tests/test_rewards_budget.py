@@ -3,12 +3,14 @@ timeout is off.
 
 Real: the reward (``compute_score``), both cost screens, the comparison child process
 (``vade.rewards.math_worker``) and math-verify. Timing is measured in ``vade bench reward``; the
-join timeouts here only keep a regression from hanging the suite.
+join timeouts here only keep a regression from hanging the suite. The reward runs in one worker
+thread kept for the module (as verl's thread pool keeps its threads), so that thread's comparison
+child starts once, not once per test (about a second each).
 """
 
 from __future__ import annotations
 
-import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import sympy
@@ -23,13 +25,18 @@ WORST = [r"e^{e^{e^{e^{100}}}}", r"\binom{10^{6}}{5 \cdot 10^{5}}", r"\prod_{i=1
          r"\sum_{i=1}^{10^9} i", r"e^{e^{100}}", r"\exp(\exp(\exp(100)))", r"(10^{6})!"]
 
 
-def _in_thread(fn):
-    out: list = []
-    worker = threading.Thread(target=lambda: out.append(fn()), daemon=True)
-    worker.start()
-    worker.join(HANG_GUARD_S)
-    assert not worker.is_alive(), "the reward hung in a worker thread"
-    return out[0]
+@pytest.fixture(scope="module")
+def pool():
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reward") as threads:
+        yield threads
+
+
+def _in_thread(pool, fn):
+    """``fn()`` in the module's worker thread (never the main one), at most HANG_GUARD_S."""
+    try:
+        return pool.submit(fn).result(timeout=HANG_GUARD_S)
+    except TimeoutError:
+        pytest.fail("the reward hung in a worker thread")
 
 
 def _acc(answer: str, gold: str) -> float:
@@ -38,16 +45,16 @@ def _acc(answer: str, gold: str) -> float:
 
 
 @pytest.mark.parametrize("answer", WORST)
-def test_worst_answers_score_zero_in_a_worker_thread(answer):
-    assert _in_thread(lambda: _acc(answer, "2")) == 0.0
+def test_worst_answers_score_zero_in_a_worker_thread(pool, answer):
+    assert _in_thread(pool, lambda: _acc(answer, "2")) == 0.0
     # only the symbolic comparison is barred: the identical string still earns its point
-    assert _in_thread(lambda: _acc(answer, answer)) == 1.0
+    assert _in_thread(pool, lambda: _acc(answer, answer)) == 1.0
 
 
-def test_ordinary_symbolic_answers_still_compare_in_a_thread():
-    assert _in_thread(lambda: _acc(r"2^{1/2}", r"\sqrt{2}")) == 1.0
-    assert _in_thread(lambda: _acc(r"\binom{5}{2}", "10")) == 1.0
-    assert _in_thread(lambda: _acc(r"e^{2}", r"e^{3}")) == 0.0
+def test_ordinary_symbolic_answers_still_compare_in_a_thread(pool):
+    assert _in_thread(pool, lambda: _acc(r"2^{1/2}", r"\sqrt{2}")) == 1.0
+    assert _in_thread(pool, lambda: _acc(r"\binom{5}{2}", "10")) == 1.0
+    assert _in_thread(pool, lambda: _acc(r"e^{2}", r"e^{3}")) == 0.0
 
 
 @pytest.mark.parametrize("text, costly", [
@@ -70,15 +77,15 @@ def test_expression_screen_by_hand():
     assert too_costly(sympy.Sum(n, (n, 1, 3)))
 
 
-def test_a_comparison_past_the_budget_is_killed_and_the_next_one_gets_a_fresh_child():
+def test_a_comparison_past_the_budget_is_killed_and_the_next_one_gets_a_fresh_child(pool):
     """A budget no comparison can meet stands in for a pathological answer the screens miss:
     the child is killed, the pair is 'not equal', and a later request starts a new child."""
     worker = MathWorker(budget_s=1e-6)
     try:
-        assert _in_thread(lambda: worker.compare(r"\sqrt{2}", r"2^{1/2}")) is False
+        assert _in_thread(pool, lambda: worker.compare(r"\sqrt{2}", r"2^{1/2}")) is False
         assert worker.killed == 1
         worker.budget_s = 30.0
-        assert _in_thread(lambda: worker.compare(r"\sqrt{2}", r"2^{1/2}")) is True
+        assert _in_thread(pool, lambda: worker.compare(r"\sqrt{2}", r"2^{1/2}")) is True
         assert worker.killed == 1
     finally:
         worker.close()

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
+from mlflow_store import fresh_store
 
 pytest.importorskip("transformers")
 
@@ -65,7 +66,7 @@ def _cfg(tmp_path: Path, method: str, **train) -> TrainConfig:
             "max_new_tokens": 8, "val_every": 0, "val_before_train": False,
             "checkpoint_every": 2, "keep_checkpoints": 3}
     return TrainConfig.from_config({"name": "t", "train": {**base, **train},
-                                    "tracking": {"mlflow_uri": f"sqlite:///{tmp_path}/ml.db"}})
+                                    "tracking": {"mlflow_uri": fresh_store(tmp_path / "ml.db")}})
 
 
 def _run(data: Path, out: Path, cfg: TrainConfig, **kw):

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
+from mlflow_store import fresh_store
 
 from vade.train.config import TrainConfig
 from vade.train.local import RunPaths, train_local
@@ -61,7 +62,7 @@ def _cfg(tmp_path: Path, **train) -> TrainConfig:
             "keep_checkpoints": 5}
     return TrainConfig.from_config({"name": "toy", "train": {**base, **train},
                                     "sampler": {"snapshot_every": 2},
-                                    "tracking": {"mlflow_uri": f"sqlite:///{tmp_path}/ml.db"}})
+                                    "tracking": {"mlflow_uri": fresh_store(tmp_path / "ml.db")}})
 
 
 def _paths(data: Path, out: Path) -> RunPaths:

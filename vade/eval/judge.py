@@ -138,19 +138,24 @@ def wait_ready(base_url: str, served_name: str, *, timeout_s: float = 1800.0,
                poll_s: float = 2.0) -> None:
     """Block until ``GET <base_url>/models`` lists ``served_name``.
 
+    The server is asked again after 0.05 s, then twice as long each time up to ``poll_s`` (a
+    server that starts in a second is not waited for ``poll_s``; one that takes minutes is not
+    asked more often than every ``poll_s``); no request outlives ``timeout_s``.
     Raises RuntimeError when ``proc`` exits first, TimeoutError after ``timeout_s``, and
     ValueError when the server answers but serves other models (a misconfigured endpoint).
     """
     url = base_url.rstrip("/") + "/models"
     deadline = time.monotonic() + timeout_s
     last = "no answer yet"
+    pause = min(0.05, poll_s)
     while True:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"judge server exited with status {proc.returncode} before it "
                                f"was ready ({url})")
         try:
             req = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
-            with urllib.request.urlopen(req, timeout=10) as resp:
+            left = deadline - time.monotonic()
+            with urllib.request.urlopen(req, timeout=min(10.0, max(0.05, left))) as resp:
                 body = json.loads(resp.read().decode("utf-8"))
             names = [m.get("id") for m in body.get("data", [])]
             if served_name in names:
@@ -159,9 +164,11 @@ def wait_ready(base_url: str, served_name: str, *, timeout_s: float = 1800.0,
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError,
                 json.JSONDecodeError) as exc:
             last = f"{type(exc).__name__}: {exc}"
-        if time.monotonic() >= deadline:
+        left = deadline - time.monotonic()
+        if left <= 0:
             raise TimeoutError(f"judge endpoint {url} not ready after {timeout_s:g} s ({last})")
-        time.sleep(poll_s)
+        time.sleep(min(pause, left))
+        pause = min(2 * pause, poll_s)
 
 
 def stop(proc: subprocess.Popen, timeout_s: float = 60.0) -> int:
@@ -242,7 +249,9 @@ class JudgeRelay:
         self._server = ThreadingHTTPServer((host, 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://{host}:{self._server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # a short poll: closing the relay (once per job) waits for the loop's next turn
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                                        daemon=True)
         self._thread.start()
 
     def _count(self, code: int, data: bytes) -> None:

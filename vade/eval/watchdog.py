@@ -160,7 +160,8 @@ class JudgeWatchdog:
             return f"judge server exited with status {proc.returncode}"
         try:
             wait_ready(self.handle.cfg.base_url, self.handle.cfg.served_name,
-                       timeout_s=self.cfg.liveness_timeout_s, poll_s=1.0,
+                       timeout_s=self.cfg.liveness_timeout_s,
+                       poll_s=min(1.0, self.cfg.interval_s),
                        api_key=self.handle.env.get("OPENAI_API_KEY", "EMPTY"), proc=proc)
             self._unanswered = 0
         except (TimeoutError, ValueError, RuntimeError) as exc:

@@ -10,7 +10,7 @@ only the GPU worker groups (rollout, actor, reference, weight sync), backed by a
 
 10 training prompts, batch 4, G = 3, 6 steps; initial difficulty r = (5 id) mod 9 of 8.
 
-Each peer's uninterrupted fit runs once (``whole``). The resume after a kill (two more fits) is
+Each peer's uninterrupted fit runs once (``peer_run``). The resume after a kill (two more fits) is
 the same plugin code for every peer: greso-skip's (streaks, the epoch walk's position, p_easy and
 p_hard) stays in the fast tier, the other three are ``e2e``; each peer's own state round trip is
 also checked without verl (``test_sampling_peers.py``) and through the local trainer's resume
@@ -45,15 +45,9 @@ FAST_RESUME = "greso-skip"
 
 
 @pytest.fixture(scope="module")
-def whole(world):  # noqa: F811
-    """``whole(method)``: the peer's uninterrupted fit ``(spec, trainer)``, run on first use."""
-    done: dict = {}
-
-    def get(method: str):
-        if method not in done:
-            done[method] = run(world, method=method, out=f"peer-{method}")
-        return done[method]
-    return get
+def peer_run(world, request):  # noqa: F811
+    """The peer's uninterrupted fit; its tests run together (one trainer alive at a time)."""
+    return request.param, run(world, method=request.param, out=f"peer-{request.param}")
 
 
 def _replay(root, method, events):
@@ -70,12 +64,12 @@ def _replay(root, method, events):
     return chosen, inner
 
 
-@pytest.mark.parametrize("method", PEERS)
-def test_peer_draws_verls_batches_and_logs_its_state(world, whole, method):  # noqa: F811
+@pytest.mark.parametrize("peer_run", PEERS, indirect=True)
+def test_peer_draws_verls_batches_and_logs_its_state(world, peer_run):  # noqa: F811
     """Every batch verl's dataloader drew is the peer's choice given the rewards verl scored,
     and the run's ``peer_state`` rows at the last step are the replayed peer's state."""
     root, _ = world
-    spec, trainer = whole(method)
+    method, (spec, trainer) = peer_run
     events, _ = history(spec)
     observed: dict[int, dict[int, float]] = {}
     for step, sid, correct, rollouts, _, _ in events:
@@ -97,12 +91,12 @@ def test_peer_draws_verls_batches_and_logs_its_state(world, whole, method):  # n
         assert value == pytest.approx(float(state[name][sid]))
 
 
-@pytest.mark.parametrize("method", [m if m == FAST_RESUME else pytest.param(m, marks=pytest.mark.e2e)
-                                    for m in PEERS])
-def test_peer_resume_after_a_kill_replays_identically(world, whole, method):  # noqa: F811
+@pytest.mark.parametrize("peer_run", [m if m == FAST_RESUME else pytest.param(m, marks=pytest.mark.e2e)
+                                      for m in PEERS], indirect=True)
+def test_peer_resume_after_a_kill_replays_identically(world, peer_run):  # noqa: F811
     """Killed in step 5 (after its actor update, before its checkpoint); verl resumes from step
     4's checkpoint and the peer's state with it: same batches, history and weights."""
-    spec_a, a = whole(method)
+    method, (spec_a, a) = peer_run
     out = f"peer-{method}-resumed"
     spec_b, first = run(world, method=method, out=out, kill_at=5)
     _, second = run(world, method=method, out=out, attempt=1)

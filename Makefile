@@ -64,12 +64,15 @@ WORKERS  ?= auto
 PYTEST   := PYTHONDONTWRITEBYTECODE= VADE_DUCKDB1_PYTHON="$(CURDIR)/$(DUCKDB1)/bin/python" \
             $(PY) -m pytest
 SERIAL   := $(shell grep -rlE --include="test_*.py" "mark\.(serial|cluster)" tests 2>/dev/null)
-# pytest's exit status 5 is "no tests collected" (a tier with nothing in it)
+# pytest's exit status 5 is "no tests collected" (a tier with nothing in it).
+# --durations-report=PATH, one word: written as two, a report left by the last run is taken for a
+# test path before tests/conftest.py (which defines the option) loads, and the run stops with
+# "unrecognized arguments" (tests/test_tiers.py).
 define run_tier
 	$(PYTEST) -n $(WORKERS) --dist loadscope -m "$(1)not serial and not cluster" \
-	    --durations-report $(REPORTS)/$(2).tsv
+	    --durations-report=$(REPORTS)/$(2).tsv
 	$(if $(SERIAL),$(PYTEST) -m "$(1)(serial or cluster)" \
-	    --durations-report $(REPORTS)/$(2)-serial.tsv $(SERIAL) || [ $$? -eq 5 ])
+	    --durations-report=$(REPORTS)/$(2)-serial.tsv $(SERIAL) || [ $$? -eq 5 ])
 	@echo "durations: $(REPORTS)/$(2).tsv"
 endef
 

@@ -6,9 +6,13 @@ Real: a pytest run in a subprocess with the plugin loaded, with and without pyte
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+
+HERE = Path(__file__).parent
+MAKEFILE = HERE.parent / "Makefile"
 
 SUITE = '''
 import time
@@ -70,3 +74,20 @@ def test_the_fast_tier_leaves_out_e2e_and_its_old_name_and_budget_0_checks_nothi
     result.stdout.fnmatch_lines(["*2 passed, 2 deselected*"])
     assert sorted(r[0].split("::")[-1] for r in rows[1:] if not r[0].startswith("#")) == [
         "test_quick", "test_slow_unmarked"]
+
+
+def test_a_second_run_beside_the_last_report_loads_the_plugin(pytester) -> None:
+    """Real: two pytest runs laid out as `make test` runs them (the plugin named by
+    `tests/conftest.py`, `testpaths = tests`, the report in a sibling folder that exists after
+    the first run), with the option written the way the Makefile writes it."""
+    forms = re.findall(r"--durations-report(\S)", MAKEFILE.read_text())
+    assert forms and set(forms) == {"="}, forms  # PATH as a separate word breaks the second run
+    pytester.makeini("[pytest]\ntestpaths = tests\n")
+    tests = pytester.mkdir("tests")
+    (tests / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(HERE)!r})\n"
+                                       "pytest_plugins = ('tiers',)\n")
+    (tests / "test_suite.py").write_text("def test_quick():\n    pass\n")
+    for run_no in (1, 2):
+        result = pytester.runpytest_subprocess(*QUIET, "--durations-report=.test-reports/t.tsv")
+        assert result.ret == 0, (run_no, result.stderr.str())
+        assert (pytester.path / ".test-reports" / "t.tsv").read_text().startswith("test\t")

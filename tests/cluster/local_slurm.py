@@ -18,6 +18,8 @@ Outside the tests: ``python tests/cluster/local_slurm.py up DIR`` starts one and
 
 from __future__ import annotations
 
+import contextlib
+import getpass
 import os
 import re
 import secrets
@@ -101,7 +103,15 @@ class LocalSlurm:
         self.stop()
 
     def stop(self) -> None:
-        """SIGTERM each daemon by its pid file, slurmd first; then wait for them to leave."""
+        """Cancel the jobs left (their processes outlive slurmd), then SIGTERM each daemon by its
+        pid file, slurmd first, and wait for them to leave."""
+        if self.node:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                self.run("scancel", f"--user={getpass.getuser()}", check=False)
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and self.run(
+                        "squeue", "-h", "-t", "RUNNING,COMPLETING", check=False).stdout.strip():
+                    time.sleep(0.5)
         pids = []
         for name in ("slurmd", "slurmctld", "munged"):
             pid_file = self.root / "run" / f"{name}.pid"
@@ -170,6 +180,8 @@ def write_config(root: Path) -> LocalSlurm:
         f"SlurmdPidFile={root}/run/slurmd.pid",
         f"SlurmctldLogFile={root}/log/slurmctld.log",
         f"SlurmdLogFile={root}/log/slurmd.log",
+        # debug: slurmctld logs when it sends a job its time-limit warning (--signal)
+        "SlurmctldDebug=debug",
         "ProctrackType=proctrack/linuxproc",
         "TaskPlugin=task/none",
         "SelectType=select/cons_tres",

@@ -55,8 +55,9 @@ def command(root: Path, port: int) -> list[str]:
             "--artifacts-destination", str(root / "artifacts"), "--workers", "1"]
 
 
-def start(root: Path, timeout_s: float = 120) -> Server:
-    """A server answering ``/health`` (the first start migrates the new database: ~10-30 s)."""
+def start(root: Path) -> Server:
+    """A server starting (its first start migrates the new database: ~10-70 s); ``wait``
+    returns once it answers. Its URI is known at once, so jobs can be given it meanwhile."""
     root.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log = (root / "server.log").open("w")
@@ -64,12 +65,16 @@ def start(root: Path, timeout_s: float = 120) -> Server:
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     proc = subprocess.Popen(command(root, port), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True, env=env)
-    server = Server(root=root, port=port, proc=proc)
+    return Server(root=root, port=port, proc=proc)
+
+
+def wait(server: Server, timeout_s: float = 180) -> Server:
+    """``server`` once ``/health`` answers; stops it and raises when it does not."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"mlflow server exited ({proc.returncode})\n"
-                               + tail(root / "server.log"))
+        if server.proc.poll() is not None:
+            raise RuntimeError(f"mlflow server exited ({server.proc.returncode})\n"
+                               + tail(server.root / "server.log"))
         try:
             with urllib.request.urlopen(f"{server.uri}/health", timeout=2) as resp:
                 if resp.status == 200:
@@ -77,4 +82,5 @@ def start(root: Path, timeout_s: float = 120) -> Server:
         except OSError:
             time.sleep(0.5)
     server.stop()
-    raise RuntimeError(f"mlflow server not up after {timeout_s:.0f} s\n" + tail(root / "server.log"))
+    raise RuntimeError(f"mlflow server not up after {timeout_s:.0f} s\n"
+                       + tail(server.root / "server.log"))

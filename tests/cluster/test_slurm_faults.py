@@ -1,143 +1,130 @@
 """Faults a cluster inflicts, through the real SLURM controller, each ending with the history of
 the uninterrupted run.
 
-Real: the SLURM cluster (tests/cluster/local_slurm.py), ``snakemake --profile slurm --profile
-tests/cluster/profile`` with the project profile's ``retries``, the local trainer with its
-checkpoints and resume, ``scancel`` and ``scontrol`` as an operator uses them. Stand-ins: the
-GPUs are placeholder GRES (see test_slurm_pipeline.py).
+Real: the SLURM cluster (tests/cluster/local_slurm.py) and slurmctld's own time-limit enforcement
+and warning signal, ``snakemake --profile slurm --profile tests/cluster/profile`` with a third
+profile on top that sets the training rule's ``runtime``, ``slurm_extra`` and ``retries`` (as a
+site would), the local trainer with its time guard (vade/cluster/timelimit.py), checkpoints and
+resume, ``scancel`` and ``scontrol`` as an operator uses them. Stand-ins: the GPUs are placeholder
+GRES (see test_slurm_pipeline.py), and a long step: the tiny model trains a step in under a
+second, so the test holds the trainer with SIGSTOP where a paper run would be inside a step of
+minutes. SLURM does to a held trainer what it does to any process: SIGCONT before its warning
+signal, and SIGCONT, SIGTERM and (KillWait later) SIGKILL at the limit.
 
-One training run of the completed smoke run (``smoke_runs``) is deleted in a copy of that
-workdir and trained again through SLURM while the faults happen:
+Both training runs of the completed smoke run (``smoke_runs``) are deleted in copies of that
+workdir and trained again through SLURM, side by side (one GPU, one CPU each):
 
-* the node is drained before the job is submitted: the job waits (PENDING, no output) and runs
-  once the node is resumed;
-* the running job is cancelled with ``scancel`` after its first checkpoint: the profile's retry
-  resubmits it and it resumes from that checkpoint;
-* the history then equals the uninterrupted run's, table by table (``vade.store.compare``).
+* ``tiny-grpo-vade-s0``, ``--time=2``: the node is drained before it is submitted, so the job
+  waits (PENDING, no output) and runs once the node is resumed; it is cancelled with ``scancel``
+  after its first checkpoint (step 2); the retry resumes from there and is held mid-run until
+  SLURM kills it at its limit (TIMEOUT); the next retry resumes again and finishes;
+* ``tiny-grpo-vanilla-s0``, ``--time=3 --signal=23@60``: held from the moment it handles SIGURG;
+  SLURM's warning continues it, it checkpoints the step it is in and exits; the retry resumes
+  from that checkpoint and finishes.
+
+SLURM 22.05 checks time limits and warning times every 30 s (``PERIODIC_TIMEOUT``, compiled in:
+no slurm.conf setting shortens it) and limits are whole minutes: the kill comes 120 to 150 s
+after the start (OverTimeLimit 0, KillWait 5 s), the warning when the end is under 60 + 30 s away
+at a check, 90 to 120 s after the start (sbatch's manual allows 60 s of slop). One minute less
+each was measured too short on this machine under load: a job's start (Snakemake in the job,
+torch's import) took over 60 s, and the first attempt was killed before its first checkpoint or
+warned before its trainer handled the signal.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TypeVar
+import re
+from datetime import datetime
 
 import pytest
-from test_pipeline import clone_env
 
 from vade.store.compare import compare_histories
 
+from .faults import KILL_MIN, WARNING_LINE, Scenario, run
 from .local_slurm import LocalSlurm
-from .pipeline import BIN, SUBMITTED, Runs, copy_outputs, failure, slurm_cmd
+from .pipeline import BIN, SUBMITTED, Runs
 
 pytestmark = [
     pytest.mark.cluster,
     pytest.mark.skipif(not (BIN / "snakemake").exists(), reason="snakemake is not installed"),
 ]
-RUN = "tiny-grpo-vade-s0"
-DRAINED_S = 15          # how long the job is kept waiting on the drained node
-T = TypeVar("T")
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = 600,
-             proc: subprocess.Popen | None = None) -> T:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"Snakemake ended while waiting for {what}: "
-                                 f"{proc.stdout.read()[-4000:]}")
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def new_jobs(cluster: LocalSlurm, after: int) -> dict[str, tuple[str, str]]:
-    """Jobs with an id above ``after``: id -> (state, comment)."""
-    out = cluster.run("squeue", "--states=all", "-h", "-o", "%i|%T|%k").stdout
-    rows = (line.split("|") for line in out.split())
-    return {i: (state, comment) for i, state, comment in rows if int(i) > after}
-
-
-@dataclass
-class Faulted:
-    work: Path
-    log: str
-    drained: dict[str, str]      # scontrol's view of the train job while the node was drained
-    cancelled: str               # the SLURM id of the cancelled attempt
-    checkpoint_seen: list[str]   # the checkpoints it had written when it was cancelled
-    seconds: float
 
 
 @pytest.fixture(scope="module")
-def faulted(smoke_runs: Runs, slurm_cluster: LocalSlurm,
-            tmp_path_factory: pytest.TempPathFactory) -> Faulted:
-    cluster = slurm_cluster
-    work = copy_outputs(smoke_runs.slurm, tmp_path_factory.mktemp("faults") / "clone")
-    run_dir = work / "results" / "tiny" / "runs" / RUN
-    shutil.rmtree(run_dir)
-    last = max([0, *map(int, cluster.run("squeue", "--states=all", "-h", "-o", "%i").stdout
-                        .split())])
-    t0 = time.monotonic()
-    cluster.run("scontrol", "update", f"nodename={cluster.node}", "state=drain",
-                "reason=vade-test")
-    proc = subprocess.Popen(slurm_cmd(f"results/tiny/runs/{RUN}/done.json"), cwd=work,
-                            env=cluster.env(clone_env()), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+def faults(smoke_runs: Runs, slurm_cluster: LocalSlurm,
+           tmp_path_factory: pytest.TempPathFactory) -> dict[str, Scenario]:
     try:
-        job = wait_for("the train job's submission",
-                       lambda: next(iter(new_jobs(cluster, last)), None), proc=proc)
-        time.sleep(DRAINED_S)
-        drained = cluster.job(job)
-        drained["history exists"] = str((run_dir / "history.duckdb").exists())
-        cluster.run("scontrol", "update", f"nodename={cluster.node}", "state=resume")
-        wait_for("the first checkpoint",
-                 lambda: list((run_dir / "checkpoints").glob("step_*.json")), proc=proc)
-        cluster.run("scancel", job)
-        wait_for("the cancelled job's end", lambda: cluster.job(job)["JobState"] == "CANCELLED")
-        checkpoint = sorted(p.name for p in (run_dir / "checkpoints").glob("step_*.json"))
-        finished_before_cancel = (run_dir / "done.json").exists()
-        out, _ = proc.communicate(timeout=900)
-    finally:
-        cluster.run("scontrol", "update", f"nodename={cluster.node}", "state=resume",
-                    check=False)
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait()
-    if proc.returncode != 0:
-        pytest.fail(failure("the faulted run", out, work, cluster.log_tail()))
-    assert not finished_before_cancel, "the training ended before scancel reached it"
-    return Faulted(work=work, log=out, drained=drained, cancelled=job,
-                   checkpoint_seen=checkpoint, seconds=time.monotonic() - t0)
+        return run(smoke_runs, slurm_cluster, tmp_path_factory.mktemp("faults"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
 
 
-def test_a_job_waits_on_a_drained_node_and_runs_once_it_is_resumed(faulted: Faulted) -> None:
-    assert faulted.drained["JobState"] == "PENDING", faulted.drained
+def states(s: Scenario, cluster: LocalSlurm) -> list[dict[str, str]]:
+    return [cluster.job(slurm_id) for _, slurm_id in SUBMITTED.findall(s.out)]
+
+
+def assert_uninterrupted_history(s: Scenario, smoke_runs: Runs) -> None:
+    diff = compare_histories(smoke_runs.slurm / "results/tiny/runs", s.work / "results/tiny/runs")
+    assert diff[s.run] and all(v.startswith("same") for v in diff[s.run].values()), diff[s.run]
+
+
+def test_a_job_waits_on_a_drained_node_and_runs_once_it_is_resumed(faults) -> None:
+    drained = faults["killed"].notes["drained"]
+    assert drained["JobState"] == "PENDING", drained
     # SLURM 22.05's reason for a job whose only node is drained (ReqNodeNotAvail in others)
-    assert faulted.drained["Reason"].split(",")[0] in {
-        "Nodes_required_for_job_are_DOWN", "ReqNodeNotAvail"}, faulted.drained["Reason"]
-    assert faulted.drained["history exists"] == "False"
+    assert drained["Reason"].split(",")[0] in {
+        "Nodes_required_for_job_are_DOWN", "ReqNodeNotAvail"}, drained["Reason"]
+    assert drained["history exists"] == "False"
 
 
-def test_a_cancelled_training_job_is_resubmitted_and_resumes(faulted: Faulted,
-                                                              slurm_cluster: LocalSlurm) -> None:
-    submitted = [slurm for _, slurm in SUBMITTED.findall(faulted.log)]
-    assert len(submitted) == 2 and submitted[0] == faulted.cancelled, faulted.log[-3000:]
-    assert slurm_cluster.job(faulted.cancelled)["JobState"] == "CANCELLED"
-    assert slurm_cluster.job(submitted[1])["JobState"] == "COMPLETED"
-    newest = faulted.checkpoint_seen[-1].removesuffix(".json")
-    train_log = (faulted.work / "logs" / "tiny" / "train" / f"{RUN}.log").read_text()
-    assert f"resuming from {newest}.pt" in train_log, train_log[-2000:]
+def test_a_cancelled_training_job_is_resubmitted_and_resumes(faults, slurm_cluster) -> None:
+    s = faults["killed"]
+    jobs = states(s, slurm_cluster)
+    assert jobs[0]["JobId"] == s.notes["cancelled"] and jobs[0]["JobState"] == "CANCELLED", \
+        s.out[-3000:]
+    newest = s.notes["checkpoints"][-1].removesuffix(".json")
+    assert f"resuming from {newest}.pt" in s.logs[1], s.logs[1][-2000:]
 
 
-def test_the_faulted_run_has_the_uninterrupted_history(faulted: Faulted,
-                                                       smoke_runs: Runs) -> None:
-    diff = compare_histories(smoke_runs.slurm / "results" / "tiny" / "runs",
-                             faulted.work / "results" / "tiny" / "runs")
-    assert set(diff[RUN].values()) and all(v.startswith("same") for v in diff[RUN].values()), \
-        diff[RUN]
+def test_a_job_past_its_time_limit_is_killed_by_slurm_and_the_retry_resumes(
+        faults, slurm_cluster, smoke_runs) -> None:
+    s = faults["killed"]
+    jobs = states(s, slurm_cluster)
+    seen = [j["JobState"] for j in jobs]
+    # between the two, an attempt that its time guard stopped before the limit (a slow start on
+    # a loaded machine) would read FAILED
+    assert seen[-1] == "COMPLETED" and "TIMEOUT" in seen and \
+        set(seen[1:-1]) <= {"TIMEOUT", "FAILED"}, (seen, s.out[-3000:])
+    timeout = jobs[seen.index("TIMEOUT")]
+    assert timeout["TimeLimit"] == f"00:0{KILL_MIN}:00" and timeout["Reason"] == "TimeLimit", \
+        timeout
+    assert f"SLURM-job '{timeout['JobId']}' failed, SLURM status is: 'TIMEOUT'" in s.out
+    ran = (datetime.fromisoformat(timeout["EndTime"])
+           - datetime.fromisoformat(timeout["StartTime"])).total_seconds()
+    # the limit, one check interval, KillWait, slack
+    assert KILL_MIN * 60 <= ran <= KILL_MIN * 60 + 30 + 15, ran
+    assert re.search(r"resuming from step_\d+\.pt", s.logs[-1]), s.logs[-1][-2000:]
+    assert_uninterrupted_history(s, smoke_runs)
+
+
+def test_the_warning_signal_checkpoints_and_the_retry_resumes_from_there(
+        faults, slurm_cluster, smoke_runs) -> None:
+    s = faults["warned"]
+    jobs = states(s, slurm_cluster)
+    seen = [j["JobState"] for j in jobs]
+    # a resumed attempt that is warned in turn (a slow start on a loaded machine) stops again
+    assert seen[0] == "FAILED" and seen[-1] == "COMPLETED" and set(seen[1:-1]) <= {"FAILED"}, \
+        seen
+    ctld = (slurm_cluster.root / "log" / "slurmctld.log").read_text()
+    sent = {job: datetime.fromisoformat(at).timestamp() for at, job in WARNING_LINE.findall(ctld)}
+    assert jobs[0]["JobId"] in sent, "slurmctld logged no warning signal to the first attempt"
+    stopped = re.search(r"checkpointed step (\d+) of 4 and stopped: SIGURG received", s.logs[0])
+    assert stopped, s.logs[0][-2000:]
+    step = int(stopped.group(1))
+    # held before SLURM's warning, continued by it: the checkpoint is written after the signal,
+    # not by the periodic schedule (whose checkpoints were there before it)
+    held = s.notes["held"][0]
+    assert held < sent[jobs[0]["JobId"]], "the warning came before the trainer handled SIGURG"
+    assert held < sent[jobs[0]["JobId"]] <= s.written[f"step_{step:08d}.json"], (held, sent)
+    assert f"resuming from step_{step:08d}.pt" in s.logs[1], s.logs[1][-2000:]
+    assert_uninterrupted_history(s, smoke_runs)

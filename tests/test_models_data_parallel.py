@@ -28,10 +28,10 @@ def test_sum_adds_every_process_share_and_only_the_caller_leaves():
 
 
 def test_a_failing_process_fails_the_caller():
-    with pytest.raises(RuntimeError, match="1 of its 2 processes failed"):
-        with DataParallel(2) as dp:
-            if dp.rank == 1:
-                raise ValueError("rank 1 breaks (expected in this test)")
+    with pytest.raises(RuntimeError, match="1 of its 2 processes failed"), \
+            DataParallel(2) as dp:
+        if dp.rank == 1:
+            raise ValueError("rank 1 breaks (expected in this test)")
 
 
 @pytest.mark.e2e  # trains twice, forks: ~10-30 s on the shared 2-core machine

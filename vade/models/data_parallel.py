@@ -25,7 +25,7 @@ import traceback
 from collections.abc import Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -46,7 +46,7 @@ class DataParallel:
         self._group = None
         self._tmp: str | None = None
 
-    def __enter__(self) -> DataParallel:
+    def __enter__(self) -> Self:
         if self.size == 1:
             return self
         import torch

@@ -93,9 +93,13 @@ class WarmStartConfig:
     # stand-in for an Instruct model, can read hints and rephrasings. 0 keeps the warm start as
     # it was (the demo's default); synthetic data only.
     variant_fraction: float = 0.0
+    # Processes sharing each batch (vade.models.data_parallel): 2 uses both cores of the demo
+    # machine while nothing else can run. The result equals one process's up to float rounding.
+    processes: int = 1
 
     def __post_init__(self) -> None:
         w = "model.warm_start."
+        check_int(w + "processes", self.processes, 1, 64)
         check_int(w + "steps", self.steps, 0, 1_000_000)
         check_float(w + "lr", self.lr, 1e-8, 1.0)
         check_int(w + "batch_size", self.batch_size, 1, 65536)

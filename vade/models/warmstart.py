@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vade.models.config import WarmStartConfig
+from vade.models.data_parallel import DataParallel
 
 if TYPE_CHECKING:  # pragma: no cover
     from vade.data.records import Example
@@ -98,30 +99,37 @@ def warm_start(model: Any, processor: Any, examples: Sequence[Example], cfg: War
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / cfg.warmup_steps) if cfg.warmup_steps else 1.0)
+    for p in params:  # summed across processes every step, so present from the start
+        p.grad = torch.zeros_like(p)
     losses: list[float] = []
     model.train()
     t0 = time.perf_counter()
-    with torch.random.fork_rng(devices=[]):
+    # cfg.processes > 1: each process takes every k-th row of a batch and the gradients are
+    # summed (vade.models.data_parallel); the loss is normalised by the whole batch's tokens, so
+    # the summed gradient is the one-process gradient.
+    with torch.random.fork_rng(devices=[]), DataParallel(min(cfg.processes, batch)) as dp:
         torch.manual_seed(seed)
-        bar = tqdm(range(cfg.steps), desc="warm start", unit="step", disable=not progress,
-                   mininterval=1.0)
+        bar = tqdm(range(cfg.steps), desc="warm start", unit="step",
+                   disable=not progress or dp.rank > 0, mininterval=1.0)
         for _ in bar:
             if cursor + batch > n:
                 order, cursor = rng.permutation(n), 0
             rows = torch.as_tensor(order[cursor:cursor + batch])
             cursor += batch
-            lp = token_logprobs(model, prompts.select(rows), ids[rows], mask[rows],
+            mine = rows[dp.rank::dp.size]
+            lp = token_logprobs(model, prompts.select(mine), ids[mine], mask[mine],
                                 share_prompts=False)  # distinct prompts: nothing to share
-            m = mask[rows].to(lp.dtype)
-            loss = -(lp * m).sum() / m.sum()
-            opt.zero_grad(set_to_none=True)
+            loss = -(lp * mask[mine].to(lp.dtype)).sum() / mask[rows].sum().to(lp.dtype)
+            opt.zero_grad(set_to_none=False)
             loss.backward()
+            total = loss.detach().reshape(1)
+            dp.sum_([p.grad for p in params] + [total])
             opt.step()
             sched.step()
-            losses.append(float(loss.detach()))
+            losses.append(float(total))
             bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
     model.eval()
     seconds = time.perf_counter() - t0
     return {"steps": cfg.steps, "seconds": seconds, "seconds_per_step": seconds / cfg.steps,
             "loss_first": losses[0], "loss_last": float(np.mean(losses[-10:])),
-            "examples": n, "batch_size": batch}
+            "examples": n, "batch_size": batch, "processes": min(cfg.processes, batch)}

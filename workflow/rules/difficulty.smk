@@ -18,6 +18,7 @@ rule init_difficulty:
         f"logs/{NAME}/init_difficulty/{{model}}.log",
     benchmark:
         f"benchmarks/{NAME}/init_difficulty/{{model}}.tsv"
+    priority: 2  # on the critical path: the VADE-family runs wait for it
     resources:
         **resources_of("difficulty"),
     conda:

@@ -20,6 +20,8 @@ rule build_model:
         f"logs/{NAME}/build_model/{{model}}.log",
     benchmark:
         f"benchmarks/{NAME}/build_model/{{model}}.tsv"
+    # a data-parallel warm start (model.warm_start.processes) keeps that many cores busy
+    threads: lambda wc: int(model_config(wc.model).get("warm_start", {}).get("processes", 1))
     resources:
         **resources_of("model"),
     conda:

@@ -21,6 +21,9 @@ rule train:
         f"logs/{NAME}/train/{{model}}-{{algorithm}}-{{method}}-s{{seed}}.log",
     benchmark:
         f"benchmarks/{NAME}/train/{{model}}-{{algorithm}}-{{method}}-s{{seed}}.tsv"
+    # before evaluations that are ready: a run frees the evaluation waiting on it, while the
+    # base model's evaluation can fill a core at any time (on 2 cores it used to run first)
+    priority: 1
     resources:
         **resources_of("train"),
     conda:

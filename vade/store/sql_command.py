@@ -122,9 +122,13 @@ def run(args: argparse.Namespace) -> int:
     except duckdb.OutOfMemoryException as exc:
         raise ValueError(f"{str(exc).splitlines()[0]} (raise --memory-limit, now "
                          f"{args.memory_limit}, or narrow the query)") from None
-    except duckdb.Error as exc:
+    except (duckdb.Error, OSError) as exc:
+        # An interrupt that lands while pyarrow pulls a batch from DuckDB's stream comes back
+        # as pyarrow's OSError ("INTERRUPT Error: Interrupted!"), not DuckDB's exception.
         if watch.reason is not None:
             raise ValueError(too_big if watch.reason == "memory" else too_long) from None
+        if isinstance(exc, OSError):
+            raise  # a real I/O error (a full disk, a closed pipe): not ours to rename
         raise ValueError(explain_refusal(exc)) from exc
     finally:
         con.close()

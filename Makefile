@@ -82,11 +82,8 @@ test: $(VENV)/.stamp $(DUCKDB1)/.stamp
 test-fast: $(VENV)/.stamp $(DUCKDB1)/.stamp
 	$(call run_tier,not e2e and not cluster and ,test-fast)
 
-# PYTHONDONTWRITEBYTECODE emptied: Snakemake and the jobs cache the bytecode they compile
-# (workflow/rules/common.smk says why).
 demo: $(VENV)/.stamp
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" PYTHONDONTWRITEBYTECODE= snakemake --cores 2 \
-	    --configfile config/tiny.yaml
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" snakemake --cores 2 --configfile config/tiny.yaml
 	@echo "report: reports/tiny/report.html (text: reports/tiny/report.md; logs: logs/tiny/)"
 
 bench: $(VENV)/.stamp

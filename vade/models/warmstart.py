@@ -107,7 +107,8 @@ def warm_start(model: Any, processor: Any, examples: Sequence[Example], cfg: War
     # cfg.processes > 1: each process takes every k-th row of a batch and the gradients are
     # summed (vade.models.data_parallel); the loss is normalised by the whole batch's tokens, so
     # the summed gradient is the one-process gradient.
-    with torch.random.fork_rng(devices=[]), DataParallel(min(cfg.processes, batch)) as dp:
+    processes = min(cfg.processes, batch)
+    with torch.random.fork_rng(devices=[]), DataParallel(processes) as dp:
         torch.manual_seed(seed)
         bar = tqdm(range(cfg.steps), desc="warm start", unit="step",
                    disable=not progress or dp.rank > 0, mininterval=1.0)
@@ -132,4 +133,4 @@ def warm_start(model: Any, processor: Any, examples: Sequence[Example], cfg: War
     seconds = time.perf_counter() - t0
     return {"steps": cfg.steps, "seconds": seconds, "seconds_per_step": seconds / cfg.steps,
             "loss_first": losses[0], "loss_last": float(np.mean(losses[-10:])),
-            "examples": n, "batch_size": batch, "processes": min(cfg.processes, batch)}
+            "examples": n, "batch_size": batch, "processes": processes}

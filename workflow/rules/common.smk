@@ -17,7 +17,8 @@ ROOT = Path(workflow.basedir)
 # Every job imports torch, transformers and (evaluation) lmms-eval: about 5,500 modules. With
 # PYTHONDONTWRITEBYTECODE set (some shells and CI set it), no bytecode is ever cached and each job
 # compiles them all again (about 10 s of CPU per job on the 2-core machine, docs/testing.md "How
-# long the demo takes"). Jobs write it: the first job pays, the rest read it.
+# long the demo takes"). `make` installs the venv with its bytecode; jobs may write what is still
+# missing (the project's own modules, an environment installed without it): the first job pays.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # The method table and the config reader (vade/methods.py, vade/config_io.py: standard library
 # and PyYAML only) from this checkout; appended, so it shadows nothing installed.

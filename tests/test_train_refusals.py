@@ -92,7 +92,8 @@ def test_a_garbled_checkpoint_is_refused_by_its_checksum(data, tmp_path, finishe
 
 
 def test_temporary_files_of_a_killed_write_are_removed(data, tmp_path, finished, capsys):
-    """A kill during torch.save leaves .step_<t>.pt.tmp-<pid> (11.7 MB in the issue) forever;
+    """A kill during torch.save leaves .step_<t>.pt.tmp-<pid> (11.7 MB in the issue) forever,
+    and a kill (SLURM's time limit) during the final model's save a ``.final.tmp-<pid>`` folder;
     the next start removes those whose writer is gone, and keeps a live writer's."""
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()
@@ -101,8 +102,11 @@ def test_temporary_files_of_a_killed_write_are_removed(data, tmp_path, finished,
     live = finished / "checkpoints" / f".step_00000006.pt.tmp-{os.getppid()}"
     for path in (*stale, live):
         path.write_bytes(b"x" * 1000)
+    final = finished / f".final.tmp-{dead}"
+    (final / "tokenizer").mkdir(parents=True)
+    (final / "tokenizer" / "vocab.json").write_text("{}")
     _train(_cfg(tmp_path, steps=4), data, finished)
-    assert not any(p.exists() for p in stale) and live.exists()
+    assert not any(p.exists() for p in (*stale, final)) and live.exists()
     assert f"removed {stale[0]} (left by a killed write)" in capsys.readouterr().err
 
 

@@ -1,8 +1,8 @@
-"""The fault scenarios of test_slurm_faults.py: two training runs through SLURM side by side,
+"""The fault scenarios of test_slurm_faults.py: three training runs through SLURM side by side,
 each with its faults done to it at the right moment (the module doc of test_slurm_faults.py).
 
 Why a module of its own: the moments are read from outside the jobs, as an operator would see
-them (the trainer's process in /proc, its checkpoints, its log), while both Snakemake runs go;
+them (the trainer's process in /proc, its checkpoints, its log), while the Snakemake runs go;
 the test module keeps only what is asserted.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,10 +23,10 @@ import yaml
 from test_pipeline import clone_env
 
 from .local_slurm import LocalSlurm
-from .pipeline import PROFILE, ROOT, Runs, copy_outputs, failure, slurm_cmd
+from .pipeline import PROFILE, ROOT, copy_outputs, failure, slurm_cmd
 
-KILLED, WARNED = "tiny-grpo-vade-s0", "tiny-grpo-vanilla-s0"
-DRAINED_S = 5           # how long the first job is kept waiting on the drained node
+KILLED, WARNED, CANCELLED = "tiny-grpo-vade-s0", "tiny-grpo-vanilla-s0", "tiny-grpo-vade-s0"
+DRAINED_S = 5           # how long the cancelled run's job is kept waiting on the drained node
 KILL_MIN = 2            # --time=2 for the killed run: its first attempt reaches a checkpoint
 WARN_MIN, WARN_S = 3, 60   # --time=3 --signal=23@60: the warning 90 to 120 s after the start
 SIGURG_BIT = 1 << (signal.SIGURG - 1)
@@ -130,23 +130,36 @@ def hold_once_it_handles_sigurg(s: Scenario, pid: int) -> bool:
     return True
 
 
-def cancel_after_first_checkpoint(s: Scenario, pid: int) -> bool:
-    if not list(s.checkpoint_dir.glob("step_*.json")):
+def checkpoints(s: Scenario) -> list[str]:
+    return sorted(p.name for p in s.checkpoint_dir.glob("step_*.json"))
+
+
+def hold_after_its_first_checkpoint(s: Scenario, pid: int) -> bool:
+    """Held once the attempt has written a checkpoint of its own (one that was not there when it
+    was first seen): a step of minutes, mid-run."""
+    before = s.notes.setdefault("present", {}).setdefault(pid, checkpoints(s))
+    if not set(checkpoints(s)) - set(before):
         return False
-    os.kill(pid, signal.SIGSTOP)   # a step of minutes: scancel finds it mid-run
+    os.kill(pid, signal.SIGSTOP)
+    s.notes["checkpoints"] = checkpoints(s)
+    return True
+
+
+def cancel_after_its_first_checkpoint(s: Scenario, pid: int) -> bool:
+    """``scancel`` the attempt mid-run, after a checkpoint of its own."""
+    if not hold_after_its_first_checkpoint(s, pid):
+        return False
     job = slurm_job_of(pid)
-    s.notes.update(cancelled=job, checkpoints=sorted(p.name for p in
-                                                     s.checkpoint_dir.glob("step_*.json")))
+    s.notes["cancelled"] = job
     s.notes["cluster"].run("scancel", job)
     return True
 
 
-def start(smoke: Runs, cluster: LocalSlurm, tmp: Path, run: str, profile: Path,
+def start(work: Path, cluster: LocalSlurm, run: str, profile: Path,
           act: dict[int, Callable[[Scenario, int], bool]]) -> Scenario:
-    work = copy_outputs(smoke.slurm, tmp / "clone")
-    shutil.rmtree(work / "results" / "tiny" / "runs" / run)
-    (work / "logs" / "tiny" / "train" / f"{run}.log").unlink()   # the copied run's log
-    with (tmp / "snakemake.log").open("w") as log:   # a file: a pipe unread for minutes fills
+    """``run``'s training through SLURM in ``work``, a copy of a workdir whose data, model and
+    initial difficulty are made (its Snakemake log beside it)."""
+    with (work.parent / "snakemake.log").open("w") as log:   # a file: a pipe unread for minutes fills
         proc = subprocess.Popen(slurm_cmd("--profile", str(profile),
                                           f"results/tiny/runs/{run}/done.json"), cwd=work,
                                 env=cluster.env(clone_env()), stdout=log,
@@ -154,58 +167,121 @@ def start(smoke: Runs, cluster: LocalSlurm, tmp: Path, run: str, profile: Path,
     return Scenario(work=work, run=run, proc=proc, act=act, notes={"cluster": cluster})
 
 
-def jobs_of(cluster: LocalSlurm, run: str, after: int) -> list[str]:
-    """SLURM ids above ``after`` of ``run``'s training jobs (by the plugin's job comment)."""
-    method = run.split("-")[-2]
-    out = cluster.run("squeue", "--states=all", "-h", "-o", "%i|%k").stdout
-    return [i for i, comment in (line.split("|") for line in out.split())
-            if int(i.split("_")[0]) > after and comment.endswith(f"_grpo_{method}_0")]
+def jobs_in(cluster: LocalSlurm, work: Path) -> dict[str, str]:
+    """SLURM id -> state of the jobs submitted from ``work`` (their working directory)."""
+    out = cluster.run("squeue", "--states=all", "-h", "-o", "%i|%T|%Z").stdout
+    return {i: state for i, state, cwd in (line.split("|", 2) for line in out.splitlines())
+            if cwd == str(work)}
 
 
-def run(smoke_runs: Runs, cluster: LocalSlurm, tmp: Path) -> dict[str, Scenario]:
-    """Both scenarios side by side (module doc); raises with the logs when a run fails."""
-    last = max([0, *(int(i.split("_")[0]) for i in cluster.run(
-        "squeue", "--states=all", "-h", "-o", "%i").stdout.split())])
-    t0 = time.monotonic()
-    cluster.run("scontrol", "update", f"nodename={cluster.node}", "state=drain",
-                "reason=vade-test")
-    both = (
-        start(smoke_runs, cluster, tmp / "killed", KILLED, limits_profile(tmp / "p1", KILL_MIN, None),
-              {0: cancel_after_first_checkpoint, 1: hold_once_it_handles_sigurg}),
-        start(smoke_runs, cluster, tmp / "warned", WARNED,
-              limits_profile(tmp / "p2", WARN_MIN, f"'--signal=23@{WARN_S}'"),
-              {0: hold_once_it_handles_sigurg}),
-    )
-    killed = both[0]
-    try:
-        deadline = time.monotonic() + 900
-        while not jobs_of(cluster, KILLED, last) and time.monotonic() < deadline:
-            if killed.proc.poll() is not None:
-                break
-            time.sleep(0.2)
-        time.sleep(DRAINED_S)
-        job = (jobs_of(cluster, KILLED, last) or ["none"])[0]
-        killed.notes["drained"] = {**(cluster.job(job) if job != "none" else {}), "history exists": str(
-            (killed.work / "results" / "tiny" / "runs" / KILLED / "history.duckdb").exists())}
-        cluster.run("scontrol", "update", f"nodename={cluster.node}", "state=resume")
-        while any(s.proc.poll() is None for s in both) and time.monotonic() < deadline:
-            for s in both:
+class Running:
+    """The three scenarios (module doc of test_slurm_faults.py), watched from a thread of their
+    own while the session's other cluster tests run (the scenarios spend minutes waiting on
+    SLURM's time limits); ``finish`` waits for them.
+
+    The time-limited two start at once; the node is drained only once their jobs run (a drain
+    leaves running jobs alone), for the third one's first job, and resumed ``DRAINED_S`` after
+    that job is queued.
+    """
+
+    def __init__(self, upstream: Path, cluster: LocalSlurm, tmp: Path,
+                 timeout_s: float = 900) -> None:
+        self.cluster, self.tmp = cluster, tmp
+        # every copy now, while the upstream workdir is idle (its run goes on once this returns)
+        work = {name: copy_outputs(upstream, tmp / name / "clone")
+                for name in ("killed", "warned", "cancelled")}
+        self.t0 = time.monotonic()
+        self.deadline = self.t0 + timeout_s
+        self.error: Exception | None = None
+        self.stopping = threading.Event()
+        self.seconds = 0.0
+        self.scenarios = {
+            "killed": start(work["killed"], cluster, KILLED,
+                            limits_profile(tmp / "p-killed", KILL_MIN, None),
+                            {0: hold_after_its_first_checkpoint}),
+            "warned": start(work["warned"], cluster, WARNED,
+                            limits_profile(tmp / "p-warned", WARN_MIN,
+                                           f"'--signal=23@{WARN_S}'"),
+                            {0: hold_once_it_handles_sigurg}),
+        }
+        self.third = work["cancelled"]
+        self.thread = threading.Thread(target=self._watch, name="slurm-faults", daemon=True)
+        self.thread.start()
+
+    def _going(self) -> bool:
+        return not self.stopping.is_set() and time.monotonic() < self.deadline
+
+    def _poll_until(self, done: Callable[[], bool], every_s: float = 0.0) -> None:
+        """Poll every scenario every 10 ms until ``done()`` (asked every ``every_s``)."""
+        asked = 0.0
+        while self._going():
+            if time.monotonic() - asked >= every_s:
+                asked = time.monotonic()
+                if done():
+                    return
+            for s in self.scenarios.values():
                 s.poll()
             time.sleep(0.01)
-        for s in both:
-            s.poll()
-    finally:
-        cluster.run("scontrol", "update", f"nodename={cluster.node}", "state=resume",
-                    check=False)
-        for s in both:
-            if s.proc.poll() is None:
-                s.proc.kill()   # Snakemake's own SIGTERM handling waits on its jobs
-                s.proc.wait()
-            s.out = (s.work.parent / "snakemake.log").read_text(errors="replace")
-    for s in both:
-        if s.proc.returncode != 0:
-            raise RuntimeError(failure(f"the run of {s.run}", s.out, s.work, cluster.log_tail()))
-    both[0].notes["seconds"] = time.monotonic() - t0
-    return {"killed": both[0], "warned": both[1]}
 
+    def _running(self) -> bool:
+        return all("RUNNING" in jobs_in(self.cluster, s.work).values()
+                   for s in self.scenarios.values()) or any(
+            s.proc.poll() is not None for s in self.scenarios.values())
 
+    def _drain_for_the_third(self) -> None:
+        node = f"nodename={self.cluster.node}"
+        self.cluster.run("scontrol", "update", node, "state=drain", "reason=vade-test")
+        try:
+            s = self.scenarios["cancelled"] = start(
+                self.third, self.cluster, CANCELLED,
+                limits_profile(self.tmp / "p-cancelled", 10, None),
+                {0: cancel_after_its_first_checkpoint})
+            # the other two keep being watched (polled) all the while
+            queued: dict[str, str] = {}
+
+            def is_queued() -> bool:
+                queued.update(jobs_in(self.cluster, s.work))
+                return bool(queued) or s.proc.poll() is not None
+
+            self._poll_until(is_queued, every_s=0.2)
+            until = time.monotonic() + DRAINED_S
+            self._poll_until(lambda: time.monotonic() >= until)
+            history = s.work / "results" / "tiny" / "runs" / s.run / "history.duckdb"
+            s.notes["drained"] = {**(self.cluster.job(min(queued)) if queued else {}),
+                                  "history exists": str(history.exists())}
+        finally:
+            self.cluster.run("scontrol", "update", node, "state=resume", check=False)
+
+    def _watch(self) -> None:
+        try:
+            self._poll_until(self._running, every_s=0.5)
+            self._drain_for_the_third()
+            self._poll_until(lambda: all(s.proc.poll() is not None
+                                         for s in self.scenarios.values()))
+            for s in self.scenarios.values():
+                s.poll()
+        except Exception as exc:  # noqa: BLE001 (any: finish reports it, in the test thread)
+            self.error = exc
+        finally:
+            for s in self.scenarios.values():
+                if s.proc.poll() is None:
+                    s.proc.kill()   # Snakemake's own SIGTERM handling waits on its jobs
+                    s.proc.wait()
+                s.out = (s.work.parent / "snakemake.log").read_text(errors="replace")
+            self.seconds = time.monotonic() - self.t0
+
+    def finish(self) -> dict[str, Scenario]:
+        """The scenarios once their runs ended; raises with the logs when one failed."""
+        self.thread.join(max(1.0, self.deadline - time.monotonic() + 60))
+        if self.thread.is_alive() or self.error is not None:
+            raise RuntimeError(f"watching the fault scenarios failed: {self.error!r} "
+                               f"(after {time.monotonic() - self.t0:.0f} s)")
+        for s in self.scenarios.values():
+            if s.proc.returncode != 0:
+                raise RuntimeError(failure(f"the run of {s.run}", s.out, s.work,
+                                           self.cluster.log_tail()))
+        return self.scenarios
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(60)

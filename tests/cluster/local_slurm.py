@@ -40,6 +40,13 @@ GPUS = 4
 # Finished jobs stay in squeue and scontrol this long: the tests read a whole run's jobs after it
 # ends, and the plugin trusts squeue only above 3 x its first status interval.
 MIN_JOB_AGE_S = 3600
+# SLURM slots per real CPU. The tests run a smoke pipeline, two fault scenarios and an
+# eight-task array side by side, as a cluster's many nodes would (their jobs mostly wait: on
+# status polls, on a time limit), and slurmctld never lets a core allocated in one partition serve
+# a job of another. So the node declares this many CPUs per real one
+# (``SlurmdParameters=config_overrides``); the processes share the real cores (memory stays
+# consumable, so big jobs still queue), the GPUs (GRES) are never shared.
+SLOTS_PER_CPU = 8
 
 
 def missing_binaries() -> list[str]:
@@ -144,7 +151,7 @@ def _alive(pid: int) -> bool:
 def write_config(root: Path) -> LocalSlurm:
     """The folder's layout, munge key, ``slurm.conf`` and ``gres.conf``; starts nothing."""
     hw = node_line()
-    cpus = int(hw["CPUs"])
+    cpus = int(hw["CPUs"]) * SLOTS_PER_CPU
     # a little under the real memory, or slurmd reports less than configured and drains the node
     memory_mb = int(int(hw["RealMemory"]) * 0.9)
     for sub in ("bin", "etc", "run", "log", "state", "spool", "gpus"):
@@ -190,18 +197,19 @@ def write_config(root: Path) -> LocalSlurm:
         "JobAcctGatherType=jobacct_gather/none",
         "JobCompType=jobcomp/none",
         "MpiDefault=none",
+        "SlurmdParameters=config_overrides",   # the declared CPUs (SLOTS_PER_CPU), not the real
         f"MinJobAge={MIN_JOB_AGE_S}",
         "ReturnToService=2",
         "KillWait=5",
         "GresTypes=gpu",
         (f"NodeName={node} CPUs={cpus} Boards={hw.get('Boards', 1)} "
          f"SocketsPerBoard={hw.get('SocketsPerBoard', 1)} "
-         f"CoresPerSocket={hw.get('CoresPerSocket', cpus)} "
+         f"CoresPerSocket={int(hw.get('CoresPerSocket', 1)) * SLOTS_PER_CPU} "
          f"ThreadsPerCore={hw.get('ThreadsPerCore', 1)} RealMemory={memory_mb} "
          f"Gres=gpu:{GPUS} State=UNKNOWN"),
-        # CPU jobs may share a core (up to 4 per core: eight small jobs at once on two cores;
-        # memory stays consumable, so big jobs still queue); GPU jobs never do
-        f"PartitionName=cpu Nodes={node} Default=YES MaxTime=INFINITE OverSubscribe=FORCE:4",
+        # no OverSubscribe: a node running a job of a partition without it is closed to the
+        # jobs of a partition with it (and the reverse); the slots come from SLOTS_PER_CPU
+        f"PartitionName=cpu Nodes={node} Default=YES MaxTime=INFINITE",
         f"PartitionName=gpu Nodes={node} MaxTime=INFINITE State=UP",
     ]
     (root / "etc" / "slurm.conf").write_text("\n".join(lines) + "\n")

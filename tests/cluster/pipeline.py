@@ -11,9 +11,9 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -28,12 +28,20 @@ PROFILE = "tests/cluster/profile"   # the test cluster's site profile, over slur
 CONFIG = "config/cluster.yaml"
 SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+)")
 RUNS = ("tiny-grpo-vade-s0", "tiny-grpo-vanilla-s0")
+JOB_MEM_MB = 1500
+# what every training job starts from, with the data they read (the fault scenarios copy them
+# from the local run)
+UPSTREAM = ("results/tiny/models/tiny/done.json", "results/tiny/difficulty/tiny/initial.parquet")
 
 
 def cluster_scale(cfg: dict) -> None:
     """GRPO with vanilla and VADE (VADE adds the initial-difficulty job), one evaluation repeat,
-    no sampler lab: every rule of the pipeline, each as few times as possible."""
+    no sampler lab: every rule of the pipeline, each as few times as possible; small jobs."""
     smoke_scale(cfg)
+    # the memory a tiny job asks SLURM for (the default is 8 GB a job): the smoke runs and the
+    # fault scenarios share the node's memory (SLURM counts it: CR_Core_Memory)
+    cfg["resources"] = {kind: {"mem_mb": JOB_MEM_MB} for kind in (
+        "data", "model", "difficulty", "train", "evaluate", "report")}
     cfg["experiments"]["grid"] = [{"models": ["tiny"], "algorithms": ["grpo"],
                                    "methods": ["vanilla", "vade"]}]
     cfg["simulate"]["enabled"] = False
@@ -79,40 +87,93 @@ class Runs:
     seconds: dict[str, float]
 
 
-def run_both(tmp: Path, cluster: LocalSlurm, mlflow_uri: str) -> Runs:
-    """The local run in the background while the SLURM run (logging to ``mlflow_uri``) goes:
-    SLURM's jobs wait on status polls most of the time. Raises with the logs on a failure."""
+@dataclass
+class Started:
+    """Both smoke runs under way: ``local`` has finished its upstream stages (data, model,
+    initial difficulty; ``upstream_s`` after the start) and goes on in the background, as does the
+    SLURM run; ``finish`` waits for both."""
+
+    local: Path
+    slurm: Path
+    cluster: LocalSlurm
+    procs: dict[str, subprocess.Popen]
+    t0: float
+    upstream_s: float
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def _wait(self, name: str, timeout: float) -> str:
+        proc = self.procs[name]
+        proc.wait(timeout=max(1.0, timeout))
+        self.seconds.setdefault(name, time.monotonic() - self.t0)
+        return (self.local.parent / f"{name}.log").read_text(errors="replace")
+
+    def finish(self, timeout: float = 1200) -> Runs:
+        """Both runs' outcome; raises with the logs when either failed (or overran)."""
+        deadline = time.monotonic() + timeout
+        try:
+            local_out = self._wait("local", deadline - time.monotonic())   # the first to end
+            out = self._wait("slurm", deadline - time.monotonic())
+        except subprocess.TimeoutExpired as exc:
+            raise RuntimeError(f"the smoke runs overran {timeout:.0f} s ({exc})") from exc
+        if self.procs["slurm"].returncode != 0:
+            raise RuntimeError(failure("the SLURM run", out, self.slurm, self.cluster.log_tail()))
+        if self.procs["local"].returncode != 0:
+            raise RuntimeError(failure("the local run", local_out, self.local))
+        return Runs(local=self.local, slurm=self.slurm, log=out,
+                    seconds={"slurm": self.seconds["slurm"],
+                             "local (concurrently)": self.seconds["local"]})
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            stop(proc)
+
+
+def start_both(tmp: Path, cluster: LocalSlurm, mlflow_uri: str,
+               upstream_done: Callable[[Path], object]) -> Started:
+    """The SLURM run (logging to ``mlflow_uri``) in the background, then the local run's
+    upstream stages in the foreground, ``upstream_done(local workdir)`` (the fault scenarios copy
+    it and start), then the rest of the local run in the background: SLURM's jobs wait on status
+    polls most of the time, so the machine's CPUs go to the local run meanwhile."""
     here = clean_copy(tmp / "local")
     write_config(here)
     on_slurm = clean_copy(tmp / "on-slurm")
     write_config(on_slurm, mlflow_uri=mlflow_uri, experiment="slurm-smoke")
     t0 = time.monotonic()
-    bg = subprocess.Popen(snakemake_cmd("--cores", "2"), cwd=here, env=clone_env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    local: dict[str, object] = {}
-
-    def wait_local() -> None:
-        local["out"] = bg.communicate(timeout=2400)[0]
-        local["seconds"] = time.monotonic() - t0
-
-    waiter = threading.Thread(target=wait_local, daemon=True)
-    waiter.start()
+    procs = {"slurm": background(slurm_cmd(), on_slurm, tmp / "slurm.log",
+                                 cluster.env(clone_env()))}
     try:
-        proc = through_slurm(on_slurm, cluster)
-        t_slurm = time.monotonic() - t0
-        waiter.join(timeout=1200)
-    finally:
-        if bg.poll() is None:
-            bg.terminate()
-            bg.wait()
-    local_out, t_local = str(local.get("out", "")), float(local.get("seconds", -1))
-    if proc.returncode != 0:
-        raise RuntimeError(failure("the SLURM run", proc.stdout + proc.stderr, on_slurm,
-                                   cluster.log_tail()))
-    if bg.returncode != 0:
-        raise RuntimeError(failure("the local run", local_out, here))
-    return Runs(local=here, slurm=on_slurm, log=proc.stdout + proc.stderr,
-                seconds={"slurm": t_slurm, "local (concurrently)": t_local})
+        upstream = subprocess.run(snakemake_cmd("--cores", "2", *UPSTREAM), cwd=here,
+                                  env=clone_env(), capture_output=True, text=True, check=False,
+                                  timeout=600)
+        if upstream.returncode != 0:
+            raise RuntimeError(failure("the local run's upstream stages",
+                                       upstream.stdout + upstream.stderr, here))
+        upstream_s = time.monotonic() - t0
+        upstream_done(here)
+        procs["local"] = background(snakemake_cmd("--cores", "2"), here, tmp / "local.log",
+                                    clone_env())
+    except BaseException:
+        Started(here, on_slurm, cluster, procs, t0, 0.0).stop()
+        raise
+    return Started(here, on_slurm, cluster, procs, t0, upstream_s)
+
+
+def background(cmd: list[str], cwd: Path, log: Path, env: dict[str, str]) -> subprocess.Popen:
+    """``cmd`` with its output in ``log`` (a file: a pipe unread for minutes fills)."""
+    with log.open("w") as out:
+        return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def stop(proc: subprocess.Popen, grace_s: float = 30) -> None:
+    """SIGTERM (Snakemake cancels its SLURM jobs), then SIGKILL if it has not ended in
+    ``grace_s``."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def copy_outputs(src: Path, dest: Path) -> Path:

@@ -4,9 +4,9 @@ Why: on a cluster the alternative, one SQLite file on the shared filesystem writ
 job, depends on file locks working across nodes (docs/cluster.md, "An MLflow server"); a
 server owns its database alone and takes the jobs' writes over HTTP.
 
-Real: the SLURM cluster, an eight-task job array on the ``cpu`` partition (oversubscribed, so
-all eight run at once on this machine's cores), the local trainer with the VADE sampler, its
-DuckDB history and MLflow tracker, the tracking server (SQLite backend on local disk).
+Real: the SLURM cluster, an eight-task job array on the ``cpu`` partition (the node declares
+more CPUs than the machine has, ``local_slurm.SLOTS_PER_CPU``, so all eight run at once), the
+local trainer with the VADE sampler, its DuckDB history and MLflow tracker, the tracking server (SQLite backend on local disk).
 Stand-in: the toy policy in place of a model (tests/fixtures/toy_train_job.py).
 """
 

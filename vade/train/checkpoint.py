@@ -21,6 +21,7 @@ import json
 import os
 import random
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -158,10 +159,11 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_temporaries(*directories: str | Path) -> list[Path]:
-    """Delete ``.<name>.tmp-<pid>`` files whose writer is no longer running (a kill during a
-    checkpoint or ``done.json`` write). Returns what was removed. A ``step_<t>.pt`` without a
-    manifest (a kill between the two renames, or an older version's file) is not a checkpoint
-    and is left alone: the next save of that step replaces it."""
+    """Delete ``.<name>.tmp-<pid>`` files and folders whose writer is no longer running (a kill
+    during a checkpoint, ``done.json`` or final model write: the final model is a folder).
+    Returns what was removed. A ``step_<t>.pt`` without a manifest (a kill between the two
+    renames, or an older version's file) is not a checkpoint and is left alone: the next save of
+    that step replaces it."""
     gone = []
     for directory in map(Path, directories):
         if not directory.is_dir():
@@ -169,6 +171,9 @@ def remove_stale_temporaries(*directories: str | Path) -> list[Path]:
         for path in directory.iterdir():
             m = _TEMP.match(path.name)
             if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
-                path.unlink(missing_ok=True)
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
                 gone.append(path)
     return sorted(gone)

@@ -167,11 +167,14 @@ def start(work: Path, cluster: LocalSlurm, run: str, profile: Path,
     return Scenario(work=work, run=run, proc=proc, act=act, notes={"cluster": cluster})
 
 
-def jobs_in(cluster: LocalSlurm, work: Path) -> dict[str, str]:
-    """SLURM id -> state of the jobs submitted from ``work`` (their working directory)."""
+def job_states(cluster: LocalSlurm) -> dict[str, dict[str, str]]:
+    """Working directory -> {SLURM id: state} of every job SLURM remembers (one squeue)."""
     out = cluster.run("squeue", "--states=all", "-h", "-o", "%i|%T|%Z").stdout
-    return {i: state for i, state, cwd in (line.split("|", 2) for line in out.splitlines())
-            if cwd == str(work)}
+    by_dir: dict[str, dict[str, str]] = {}
+    for line in out.splitlines():
+        i, state, cwd = line.split("|", 2)
+        by_dir.setdefault(cwd, {})[i] = state
+    return by_dir
 
 
 class Running:
@@ -224,7 +227,8 @@ class Running:
             time.sleep(0.01)
 
     def _running(self) -> bool:
-        return all("RUNNING" in jobs_in(self.cluster, s.work).values()
+        states = job_states(self.cluster)
+        return all("RUNNING" in states.get(str(s.work), {}).values()
                    for s in self.scenarios.values()) or any(
             s.proc.poll() is not None for s in self.scenarios.values())
 
@@ -240,7 +244,7 @@ class Running:
             queued: dict[str, str] = {}
 
             def is_queued() -> bool:
-                queued.update(jobs_in(self.cluster, s.work))
+                queued.update(job_states(self.cluster).get(str(s.work), {}))
                 return bool(queued) or s.proc.poll() is not None
 
             self._poll_until(is_queued, every_s=0.2)

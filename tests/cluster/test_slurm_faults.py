@@ -67,6 +67,15 @@ def assert_uninterrupted_history(s: Scenario, smoke_runs: Runs) -> None:
     assert diff[s.run] and all(v.startswith("same") for v in diff[s.run].values()), diff[s.run]
 
 
+def assert_resumed_and_uninterrupted(s: Scenario, stopped: int, smoke_runs: Runs) -> None:
+    """The attempt after the ``stopped``-th resumed from the newest checkpoint there was when
+    that one was stopped, and the run ends with the uninterrupted run's history."""
+    newest = s.notes["checkpoints"][-1].removesuffix(".json")
+    log = s.logs[stopped + 1]
+    assert f"resuming from {newest}.pt" in log, log[-2000:]
+    assert_uninterrupted_history(s, smoke_runs)
+
+
 def test_a_job_waits_on_a_drained_node_and_runs_once_it_is_resumed(fault_scenarios,
                                                                    slurm_cluster) -> None:
     drained = fault_scenarios["cancelled"].notes["drained"]
@@ -88,9 +97,7 @@ def test_a_cancelled_training_job_is_resubmitted_and_resumes(fault_scenarios, sl
     at = ids.index(s.notes["cancelled"])
     assert jobs[at]["JobState"] == "CANCELLED", s.out[-3000:]
     assert jobs[-1]["JobState"] == "COMPLETED" and at < len(jobs) - 1, [j["JobState"] for j in jobs]
-    newest = s.notes["checkpoints"][-1].removesuffix(".json")
-    assert f"resuming from {newest}.pt" in s.logs[at + 1], s.logs[at + 1][-2000:]
-    assert_uninterrupted_history(s, smoke_runs)
+    assert_resumed_and_uninterrupted(s, at, smoke_runs)
 
 
 def test_a_job_past_its_time_limit_is_killed_by_slurm_and_the_retry_resumes(
@@ -111,9 +118,7 @@ def test_a_job_past_its_time_limit_is_killed_by_slurm_and_the_retry_resumes(
            - datetime.fromisoformat(timeout["StartTime"])).total_seconds()
     # the limit, one check interval, KillWait, slack
     assert KILL_MIN * 60 <= ran <= KILL_MIN * 60 + 30 + 15, ran
-    newest = s.notes["checkpoints"][-1].removesuffix(".json")
-    assert f"resuming from {newest}.pt" in s.logs[at + 1], s.logs[at + 1][-2000:]
-    assert_uninterrupted_history(s, smoke_runs)
+    assert_resumed_and_uninterrupted(s, at, smoke_runs)
 
 
 def test_the_warning_signal_checkpoints_and_the_retry_resumes_from_there(

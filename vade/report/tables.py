@@ -265,5 +265,7 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
                   "besides its generated rollouts (report.cost_axis 'all', vade.report.cost): "
                   "VADE's initial difficulty rollouts (G per training sample, Algorithm 1 "
                   "lines 1-2, about one epoch, from the difficulty file); the first two ratio "
-                  "columns leave them out.")]
+                  "columns leave them out. Where peers run, 'VADE vs each peer' states the same "
+                  "headline against DAPO's plateau instead of its peak, on the seeds where the "
+                  "plateau rule holds.")]
     return "\n".join(text) + "\n"

@@ -4,8 +4,9 @@ The shipped config is checked against what the study must be: >= 5 epochs of the
 >= 5 seeds, a validation set whose single-score standard error is <= 0.02, the six methods on
 GRPO, no sampler lab. A dry run in a clean copy (``workflow_copy.clean_copy``) shows its 30
 training runs. Then a real run at smoke scale (2 seeds, 3 steps, tiny data and warm start) of
-the VADE and DAPO runs through Snakemake, and ``vade report`` on them: the report's statistics
-over seeds list both seeds. Everything is real; only the sizes are small.
+the VADE and DAPO runs through Snakemake, and the workflow's report of the finished runs: it
+evaluates them, trains nothing more, lists the rest as missing, and its statistics over seeds list
+both seeds. Everything is real; only the sizes are small.
 """
 
 from __future__ import annotations
@@ -90,9 +91,22 @@ def test_diva_overlay_adds_only_the_diva_runs(tmp_path):
     assert "results/tiny-study/runs/tiny-grpo-vade-diva-s4/done.json" in out
 
 
+@needs_snakemake
+def test_report_of_finished_runs_refuses_when_none_has_finished(tmp_path):
+    repo = clean_copy(tmp_path / "repo")
+    proc = _snakemake(repo, "-n", "reports/tiny-study/finished/report.md",
+                      "--configfile", "config/tiny-study.yaml")
+    assert proc.returncode != 0
+    assert ("no run of the grid has finished yet (no results/tiny-study/runs/*/done.json)"
+            in proc.stdout + proc.stderr)
+
+
 @pytest.mark.e2e
 @needs_snakemake
 def test_study_at_smoke_scale_trains_two_seeds_and_reports_intervals(tmp_path):
+    """Four of the grid's 12 runs (6 methods, 2 seeds) trained, then
+    ``reports/<name>/finished/report.md``: a report of the runs that finished (their evaluations
+    made on the way), which trains nothing more and lists the other 8 as missing."""
     repo = clean_copy(tmp_path / "repo")
     cfg = yaml.safe_load((repo / "config" / "tiny-study.yaml").read_text())
     cfg["data"]["synthetic"].update(train=32, val=8, warmstart=32, eval=4)
@@ -100,18 +114,27 @@ def test_study_at_smoke_scale_trains_two_seeds_and_reports_intervals(tmp_path):
     cfg["train"].update(steps=2, batch_size=8, val_every=2, checkpoint_every=0)
     cfg["dapo"]["max_rollout_factor"] = 1.5  # an untrained model: few informative groups
     cfg["experiments"]["seeds"] = [0, 1]
+    cfg["evaluate"]["repeats"] = 1
     (repo / "config" / "smoke-study.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     runs = [f"results/tiny-study/runs/tiny-grpo-{m}-s{s}/done.json"
             for m in ("vade", "dapo") for s in (0, 1)]
     proc = _snakemake(repo, *runs, "--cores", "2", "--configfile", "config/smoke-study.yaml",
                       timeout=1800)  # 7 jobs: 600 s ran out beside a demo (load average 13)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    from vade.report.command import build_report
-    from vade.report.config import ReportConfig
-
-    md = build_report(name="tiny-study", cfg=ReportConfig.from_dict({}),
-                      runs=[repo / "results" / "tiny-study" / "runs"], evals=[],
-                      out=tmp_path / "report").read_text()
+    proc = _snakemake(repo, "reports/tiny-study/finished/report.md", "--cores", "2",
+                      "--configfile", "config/smoke-study.yaml", timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    ran = job_counts(proc.stdout + proc.stderr)
+    assert ran == {"evaluate": 5, "report_finished": 1, "total": 6}  # 4 runs + the base model
+    assert not (repo / "reports" / "tiny-study" / "report.md").exists()
+    md = (repo / "reports" / "tiny-study" / "finished" / "report.md").read_text()
+    inventory = md.split("## Runs", 1)[1].split("\n## ", 1)[0]
+    status = {ln.split(" | ")[0].lstrip("| "): ln.split(" | ")[5] for ln in inventory.splitlines()
+              if ln.startswith("| tiny-")}
+    assert len(status) == 13  # the grid's 12 runs and the base model
+    assert {r for r, s in status.items() if s == "complete"} == {
+        "tiny-base", *(f"tiny-grpo-{m}-s{s}" for m in ("vade", "dapo") for s in (0, 1))}
+    assert set(status.values()) == {"complete", "missing"}
     stats = md.split("## Statistics over seeds", 1)[1].split("\n## ", 1)[0]
     rows = {ln.split(" | ")[0].lstrip("| "): ln.split(" | ") for ln in stats.splitlines()
             if ln.startswith("| ")}

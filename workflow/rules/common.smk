@@ -331,8 +331,9 @@ def checkpoint_of(wc):
     return f"{RESULTS}/runs/{wc.run}/final"
 
 
-def report_inputs(wc):
-    runs = list(CELLS)
+def report_inputs(wc, runs=None):
+    """The report's inputs: every run of the grid, or only ``runs``."""
+    runs = list(CELLS) if runs is None else runs
     bases = sorted({c.model for c in CELLS.values()})
     return {
         "runs": [f"{RESULTS}/runs/{r}/done.json" for r in runs],
@@ -342,3 +343,14 @@ def report_inputs(wc):
         "difficulty": [f"{RESULTS}/difficulty/{m}/initial.parquet" for m in bases],
         "code": sources("vade/report", "vade/store", "vade/eval/store.py"),
     }
+
+
+def finished_report_inputs(wc):
+    """The report's inputs over the runs whose training had finished (done.json on disk) when the
+    DAG was built: a long study's results so far, without training the rest. Their evaluations
+    are made if missing; the runs still to come are listed as missing by the report."""
+    runs = [r for r in CELLS if Path(f"{RESULTS}/runs/{r}/done.json").exists()]
+    if not runs:
+        raise WorkflowError(f"no run of the grid has finished yet (no {RESULTS}/runs/*/done.json): "
+                         "nothing to report")
+    return report_inputs(wc, runs)

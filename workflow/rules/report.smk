@@ -48,3 +48,18 @@ rule report:
         " --evals {input.evals}"
         " --samples {input.samples} --difficulty {input.difficulty} --out {params.out}"
         " > {log} 2>&1"
+
+
+# The same report over the runs that have finished so far (`finished_report_inputs`), for a study
+# that takes longer than one sitting: `snakemake reports/<name>/finished/report.md`. It trains
+# nothing; unfinished runs appear as missing. Kept apart from report.md, which is the whole grid's.
+use rule report as report_finished with:
+    input:
+        unpack(finished_report_inputs),
+    output:
+        md=f"{REPORTS}/finished/report.md",
+        html=f"{REPORTS}/finished/report.html",
+        tables=directory(f"{REPORTS}/finished/tables"),
+        figures=directory(f"{REPORTS}/finished/figures"),
+    log:
+        f"logs/{NAME}/report_finished.log",

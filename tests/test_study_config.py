@@ -104,9 +104,9 @@ def test_report_of_finished_runs_refuses_when_none_has_finished(tmp_path):
 @pytest.mark.e2e
 @needs_snakemake
 def test_study_at_smoke_scale_trains_two_seeds_and_reports_intervals(tmp_path):
-    """Four of the grid's 12 runs (6 methods, 2 seeds) trained, then
-    ``reports/<name>/finished/report.md``: a report of the runs that finished (their evaluations
-    made on the way), which trains nothing more and lists the other 8 as missing."""
+    """Four of the grid's 12 runs (6 methods, 2 seeds) trained and one of them evaluated, then
+    ``reports/<name>/finished/report.md``: a report of the runs that finished, which runs no other
+    job: the unevaluated three show no scores, the other 8 runs show as missing."""
     repo = clean_copy(tmp_path / "repo")
     cfg = yaml.safe_load((repo / "config" / "tiny-study.yaml").read_text())
     cfg["data"]["synthetic"].update(train=32, val=8, warmstart=32, eval=4)
@@ -118,23 +118,24 @@ def test_study_at_smoke_scale_trains_two_seeds_and_reports_intervals(tmp_path):
     (repo / "config" / "smoke-study.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     runs = [f"results/tiny-study/runs/tiny-grpo-{m}-s{s}/done.json"
             for m in ("vade", "dapo") for s in (0, 1)]
-    proc = _snakemake(repo, *runs, "--cores", "2", "--configfile", "config/smoke-study.yaml",
-                      timeout=1800)  # 7 jobs: 600 s ran out beside a demo (load average 13)
+    proc = _snakemake(repo, *runs, "results/tiny-study/eval/tiny-grpo-vade-s0.duckdb",
+                      "--cores", "2", "--configfile", "config/smoke-study.yaml",
+                      timeout=1800)  # 8 jobs: 600 s ran out beside a demo (load average 13)
     assert proc.returncode == 0, proc.stderr[-4000:]
     proc = _snakemake(repo, "reports/tiny-study/finished/report.md", "--cores", "2",
                       "--configfile", "config/smoke-study.yaml", timeout=1800)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    ran = job_counts(proc.stdout + proc.stderr)
-    assert ran == {"evaluate": 5, "report_finished": 1, "total": 6}  # 4 runs + the base model
+    assert job_counts(proc.stdout + proc.stderr) == {"report_finished": 1, "total": 1}
     assert not (repo / "reports" / "tiny-study" / "report.md").exists()
     md = (repo / "reports" / "tiny-study" / "finished" / "report.md").read_text()
     inventory = md.split("## Runs", 1)[1].split("\n## ", 1)[0]
-    status = {ln.split(" | ")[0].lstrip("| "): ln.split(" | ")[5] for ln in inventory.splitlines()
-              if ln.startswith("| tiny-")}
-    assert len(status) == 13  # the grid's 12 runs and the base model
-    assert {r for r, s in status.items() if s == "complete"} == {
-        "tiny-base", *(f"tiny-grpo-{m}-s{s}" for m in ("vade", "dapo") for s in (0, 1))}
-    assert set(status.values()) == {"complete", "missing"}
+    rows = {ln.split(" | ")[0].lstrip("| "): ln.split(" | ") for ln in inventory.splitlines()
+            if ln.startswith("| tiny-")}
+    assert len(rows) == 13  # the grid's 12 runs and the base model (not evaluated: missing)
+    trained = {f"tiny-grpo-{m}-s{s}" for m in ("vade", "dapo") for s in (0, 1)}
+    assert {r for r, row in rows.items() if row[5] == "complete"} == trained
+    assert {r for r, row in rows.items() if row[5] == "missing"} == set(rows) - trained
+    assert {r for r, row in rows.items() if row[7] != "none"} == {"tiny-grpo-vade-s0"}
     stats = md.split("## Statistics over seeds", 1)[1].split("\n## ", 1)[0]
     rows = {ln.split(" | ")[0].lstrip("| "): ln.split(" | ") for ln in stats.splitlines()
             if ln.startswith("| ")}

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser, required=False)
     parser.add_argument("--runs", nargs="+", default=[], metavar="PATH",
                         help="run histories: history.duckdb files or the runs/ directory")
-    parser.add_argument("--evals", nargs="+", default=[], metavar="PATH",
+    parser.add_argument("--evals", nargs="*", default=[], metavar="PATH",
                         help="evaluation DuckDB files or the eval/ directory")
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="report directory (report.md, figures/)")

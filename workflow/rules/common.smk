@@ -347,10 +347,15 @@ def report_inputs(wc, runs=None):
 
 def finished_report_inputs(wc):
     """The report's inputs over the runs whose training had finished (done.json on disk) when the
-    DAG was built: a long study's results so far, without training the rest. Their evaluations
-    are made if missing; the runs still to come are listed as missing by the report."""
+    DAG was built, with the evaluation and difficulty files on disk: a long study's results so
+    far. It makes nothing but its report, so beside the study's own Snakemake (which locks every
+    output its invocation will write, finished ones too) it runs with --nolock. A run trained but
+    not yet evaluated shows no benchmark scores; one not yet trained shows as missing."""
     runs = [r for r in CELLS if Path(f"{RESULTS}/runs/{r}/done.json").exists()]
     if not runs:
         raise WorkflowError(f"no run of the grid has finished yet (no {RESULTS}/runs/*/done.json): "
-                         "nothing to report")
-    return report_inputs(wc, runs)
+                            "nothing to report")
+    inputs = report_inputs(wc, runs)
+    for key in ("evals", "difficulty"):
+        inputs[key] = [f for f in inputs[key] if Path(f).exists()]
+    return inputs

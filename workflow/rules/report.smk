@@ -51,8 +51,9 @@ rule report:
 
 
 # The same report over the runs that have finished so far (`finished_report_inputs`), for a study
-# that takes longer than one sitting: `snakemake reports/<name>/finished/report.md`. It trains
-# nothing; unfinished runs appear as missing. Kept apart from report.md, which is the whole grid's.
+# that takes longer than one sitting: `snakemake reports/<name>/finished/report.md` (--nolock
+# beside the study's running Snakemake). It runs no other job: not-yet-trained runs appear as
+# missing, not-yet-evaluated ones without scores. Kept apart from report.md, the whole grid's.
 use rule report as report_finished with:
     input:
         unpack(finished_report_inputs),

@@ -4,9 +4,10 @@ The shipped config is checked against what the study must be: >= 5 epochs of the
 >= 5 seeds, a validation set whose single-score standard error is <= 0.02, the six methods on
 GRPO, no sampler lab. A dry run in a clean copy (``workflow_copy.clean_copy``) shows its 30
 training runs. Then a real run at smoke scale (2 seeds, 3 steps, tiny data and warm start) of
-the VADE and DAPO runs through Snakemake, and the workflow's report of the finished runs: it
-evaluates them, trains nothing more, lists the rest as missing, and its statistics over seeds list
-both seeds. Everything is real; only the sizes are small.
+the VADE and DAPO runs through Snakemake (one of them evaluated), and the workflow's report of the
+finished runs: it runs no other job, lists the rest as missing, shows scores only where an
+evaluation exists, and its statistics over seeds list both seeds. Everything is real; only the
+sizes are small.
 """
 
 from __future__ import annotations

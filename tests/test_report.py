@@ -227,8 +227,11 @@ def test_report_headline_and_figures(reports):
     assert row[3:9] == ["0.600", "0.597", "384", "288", "128", "0.333"]
     assert row[9:11] == ["n/a (no difficulty file)"] * 2  # no --difficulty given
     assert row[11] == "tiny-grpo-dapo-s0, tiny-grpo-vade-s0"
-    miss = _row(md, "tiny", "GRPO", "1")  # seed 1 has a partial VADE run and no DAPO run
-    assert miss[3] == "missing" and "tiny-grpo-dapo-s1: no run" in miss[11]
+    # seed 1 has a partial VADE run and no DAPO run, GSPO no DAPO run at all: no rows, named
+    with pytest.raises(AssertionError, match="no row"):
+        _row(md, "tiny", "GRPO", "1")
+    assert ("No row for the seeds the grid runs only one of DAPO and VADE on: tiny GRPO: 1; "
+            "tiny GSPO: 0.") in md
     for name in ("figure1", "figure3", "figure4", "difficulty_heatmap", "selection_counts"):
         png = reports / "a" / "figures" / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name

@@ -102,3 +102,32 @@ def test_headline_checks_both_curves_for_rollout_counts():
                          []), "val/acc", 0.995)
     row = _row(md, "m", "GRPO", "0")
     assert row[3:11] == ["missing"] * 8 and row[11] == "m-grpo-vade-s0: no cumulative rollouts"
+
+
+def test_headline_rows_only_for_seeds_that_run_both_dapo_and_vade():
+    """A grid that runs VADE on more seeds than DAPO (the fair race: DAPO 5 seeds, VADE 16) has
+    nothing to compare on VADE's extra seeds: no 'missing' row for them, one line naming them.
+    The headline is computed on hand-made curves; 0.6 * 0.995 = 0.597 is reached by VADE at 64
+    rollouts and by DAPO (peak 0.6) at 128: ratio 0.5."""
+    import numpy as np
+
+    from vade.report.collect import Curve, Inputs, RunInfo
+    from vade.report.tables import headline
+
+    x = np.arange(3, dtype=float)
+
+    def run(rid: str, values: list[float]) -> RunInfo:
+        return RunInfo(parse_run_id(rid), "complete",
+                       curves={"val/acc": Curve(x, np.array(values), x * 64, "duckdb")})
+
+    runs = {"m-grpo-dapo-s0": run("m-grpo-dapo-s0", [0.1, 0.3, 0.6]),
+            **{f"m-grpo-vade-s{s}": run(f"m-grpo-vade-s{s}", [0.1, 0.6, 0.7]) for s in (0, 1, 2)}}
+    md = headline(Inputs(runs, {}, [], None, {}, {}, []), "val/acc", 0.995)
+    assert _row(md, "m", "GRPO", "0")[3:9] == ["0.600", "0.597", "128", "128", "64", "0.500"]
+    assert not any(ln.startswith("| m | GRPO | 1 ") or ln.startswith("| m | GRPO | 2 ")
+                   for ln in md.splitlines())
+    assert "No row for the seeds the grid runs only one of DAPO and VADE on: m GRPO: 1, 2." in md
+    # no DAPO at all: said, not an empty table
+    only_vade = {k: v for k, v in runs.items() if "vade" in k}
+    md = headline(Inputs(only_vade, {}, [], None, {}, {}, []), "val/acc", 0.995)
+    assert "No seed runs both DAPO and VADE: nothing to compare." in md and "| m |" not in md

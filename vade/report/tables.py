@@ -220,18 +220,19 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
     header = ["Model", "Algo.", "seed", "DAPO peak", "target", "DAPO rollouts to peak",
               "DAPO rollouts to target", "VADE rollouts to target", "ratio (VADE / DAPO peak)",
               "VADE, every rollout", "ratio, every rollout", "runs"]
-    body = []
+    body, unpaired = [], {}
     keys = inputs.run_keys()
     for model, algo in _pairs(inputs, ("dapo", "vade")):
-        seeds = sorted({k.seed for k in keys if (k.model, k.algorithm) == (model, algo)
-                        and k.method in ("dapo", "vade")})
-        for seed in seeds:
-            d = inputs.runs.get(f"{model}-{algo}-dapo-s{seed}")
-            v = inputs.runs.get(f"{model}-{algo}-vade-s{seed}")
+        planned = {m: {k.seed for k in keys if (k.model, k.algorithm, k.method) == (model, algo, m)}
+                   for m in ("dapo", "vade")}
+        # a seed the grid runs for one of the two only has nothing to compare: no row
+        if planned["dapo"] ^ planned["vade"]:
+            unpaired[f"{model} {algo.upper()}"] = sorted(planned["dapo"] ^ planned["vade"])
+        for seed in sorted(planned["dapo"] & planned["vade"]):
             ids = [f"{model}-{algo}-{m}-s{seed}" for m in ("dapo", "vade")]
-            dc = d.curves.get(val_metric) if d else None
-            vc = v.curves.get(val_metric) if v else None
-            why = [f"{rid}: {'no run' if info is None else info.status}, no '{val_metric}' curve"
+            d, v = (inputs.runs[i] for i in ids)
+            dc, vc = d.curves.get(val_metric), v.curves.get(val_metric)
+            why = [f"{rid}: {info.status}, no '{val_metric}' curve"
                    for rid, info, c in zip(ids, (d, v), (dc, vc)) if c is None]
             why += [f"{rid}: no cumulative rollouts" for rid, c in zip(ids, (dc, vc))
                     if c is not None and np.isnan(c.rollouts).all()]  # both curves: x axis
@@ -255,7 +256,8 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
                                         else f" ({inputs.runs[i].status})") for i in ids)])
     text = [f"## Headline: rollouts to {fraction * 100:g}% of DAPO's peak validation score", ""]
     if not body:
-        text.append("No DAPO or VADE runs were found or expected.")
+        text.append("No seed runs both DAPO and VADE: nothing to compare." if unpaired
+                    else "No DAPO or VADE runs were found or expected.")
     else:
         text += [_md(header, body), "",
                  (f"Validation metric '{val_metric}'; rollouts are cumulative generated "
@@ -268,4 +270,8 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
                   "columns leave them out. Where peers run, 'VADE vs each peer' states the same "
                   "headline against DAPO's plateau instead of its peak, on the seeds where the "
                   "plateau rule holds.")]
+    if unpaired:
+        text += ["", "No row for the seeds the grid runs only one of DAPO and VADE on: "
+                 + "; ".join(f"{pair}: {', '.join(map(str, seeds))}"
+                             for pair, seeds in unpaired.items()) + "."]
     return "\n".join(text) + "\n"

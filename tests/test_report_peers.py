@@ -126,3 +126,20 @@ def test_plateau_checked_at_stated_steps_takes_the_first_that_holds():
     assert at == 60 and pl.reached and pl.level == pytest.approx(0.70)
     whole, end = plateau_by(c)
     assert end == 90 and not whole.reached
+
+
+def test_rollouts_to_target_count_only_seeds_with_a_plateau():
+    """DAPO plateaus in seed 0 only (seed 1 is still rising: see test_plateau_rule_by_hand), so
+    seed 1 has no target: the reach cells count 1 seed, not 2. Seed 0's target 0.6965: VADE first
+    at step 40 (4,000 rollouts), MoPPS at step 50 (5,000): ratio 0.80."""
+    vade = [0.5, 0.6, 0.6, 0.6, 0.7, 0.75, 0.80]
+    runs = [_run("t-grpo-dapo-s0", [0.5, 0.5, 0.6, 0.66, 0.72, 0.7, 0.7], [1.0] * 6),
+            _run("t-grpo-dapo-s1", [0.5, 0.55, 0.58, 0.60, 0.62, 0.70, 0.72], [1.0] * 6)]
+    for s in (0, 1):
+        runs.append(_run(f"t-grpo-vade-s{s}", vade, [0.9] * 6))
+        runs.append(_run(f"t-grpo-mopps-s{s}", [0.5, 0.6, 0.6, 0.6, 0.6, 0.7, 0.66], [0.6] * 6))
+    text = peer_statistics(_inputs(*runs), "val/acc", 0.995)
+    assert "holds in 1/2 seeds" in text
+    cells = _cells(text, "mopps")
+    assert cells[1] == "2"  # the validation differences still pair both seeds
+    assert cells[5:8] == ["4000 (n=1) (1/1)", "5000 (n=1) (1/1)", "0.80 (n=1) (1)"]

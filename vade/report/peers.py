@@ -203,7 +203,8 @@ def _row(inputs: Inputs, peer: str, runs: dict[int, RunInfo], vade: dict[int, Ru
     got = {s: g for s, g in got.items() if g is not None}
     if not got:
         return None
-    both = [g.vade_reach / g.peer_reach for g in got.values()
+    aimed = [g for s, g in got.items() if s in targets]  # seeds whose DAPO plateau set a target
+    both = [g.vade_reach / g.peer_reach for g in aimed
             if g.vade_reach is not None and g.peer_reach]
 
     def diff(a: str, b: str) -> str:
@@ -214,8 +215,8 @@ def _row(inputs: Inputs, peer: str, runs: dict[int, RunInfo], vade: dict[int, Ru
                    else diff("vade_val", "peer_val"))
     return [peer, str(len(got)), equal_steps, diff("vade_eq", "peer_eq"),
             diff("vade_ratio", "peer_ratio"),
-            _reach_text([g.vade_reach for g in got.values()]) if targets else "no DAPO plateau",
-            _reach_text([g.peer_reach for g in got.values()]) if targets else "no DAPO plateau",
+            _reach_text([g.vade_reach for g in aimed]) if targets else "no DAPO plateau",
+            _reach_text([g.peer_reach for g in aimed]) if targets else "no DAPO plateau",
             f"{mean_interval(both).text(d)} ({len(both)})" if targets else "-"]
 
 
@@ -254,7 +255,8 @@ def peer_statistics(inputs: Inputs, val_metric: str, fraction: float = 0.995,
         "(report.cost_axis; 'all': every rollout consumed or needed, initial difficulty "
         "rollouts and MMR1's re-scoring included). Rollouts to target: cumulative rollouts at "
         f"the first validation point at or above {fraction * 100:g}% of the same seed's DAPO "
-        "plateau, over the seeds where the plateau rule holds (reached/seeds).")
+        "plateau, over the seeds where the plateau rule holds (reached / seeds of the pair "
+        "with a target).")
     text += ["", "How each row differs from its published method:", ""]
     text += [f"- {p}: {methods.get(p).published}" for p in shown]
     return "\n".join(text) + "\n"

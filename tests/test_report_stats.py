@@ -109,6 +109,18 @@ def test_seed_statistics_hand_computed():
     assert "(2/2 seeds: VADE reached the target" in ratio[1]
 
 
+def test_rollouts_to_target_out_of_the_seeds_dapo_ran():
+    """A third seed of VADE and vanilla without a DAPO run (the fair race runs DAPO on fewer
+    seeds) counts in the validation columns, not in the reach column's denominator."""
+    extra = [_run("t-grpo-vade-s3", [0.5, 0.9, 0.9], [0, 160, 320], [0.9] * 4),
+             _run("t-grpo-vanilla-s3", [0.5, 0.9, 0.9], [0, 160, 320], [0.5] * 4)]
+    md = seed_statistics(_inputs(TWO_SEEDS + extra), "val/acc", 0.995, decimals=2)
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in md.splitlines()
+            if line.startswith("| ")}
+    assert rows["vade"][1] == "3" and rows["vade"][7].startswith("240 [-776, 1256] (2/2 reached)")
+    assert rows["vanilla"][1] == "3" and rows["vanilla"][7].startswith("160 (n=1) (1/2 reached)")
+
+
 def test_one_seed_report_says_it_cannot_rank():
     md = seed_statistics(_inputs(TWO_SEEDS[:3]), "val/acc", 0.995)
     assert "cannot rank methods" in md and "| vade |" not in md

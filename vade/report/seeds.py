@@ -134,7 +134,8 @@ def _method_rows(table: _Table, d: int) -> list[list[str]]:
         by_seed = {s: table.numbers(r) for s, r in runs.items()}
         val = {s: n.final_val for s, n in by_seed.items()}
         ratio = {s: n.mean_ratio for s, n in by_seed.items()}
-        reach = [n.rollouts_to_target for n in by_seed.values()]
+        # out of the seeds with a DAPO peak to aim at (a method may run more seeds than DAPO)
+        reach = [n.rollouts_to_target for s, n in by_seed.items() if s in table.targets]
         reached = [r for r in reach if r is not None]
         vs = method != "vanilla" and "vanilla" in table.runs
         mine, base = table.paired(method, "vanilla") if vs else ({}, {})
@@ -204,6 +205,7 @@ def seed_statistics(inputs: Inputs, val_metric: str, fraction: float, decimals: 
         f"seed, model and data) with their own interval, both runs taken at the pair's common "
         f"last validated step; * = the interval excludes 0. Steps: the runs' last validated "
         f"step. Final validation = '{val_metric}' at that step. Rollouts (cost axis "
-        f"'{cost_axis}', report.cost_axis): cumulative rollouts at the first validation point at or above {target} for the same seed "
-        "(mean over the seeds that reach it). Complete runs only.")
+        f"'{cost_axis}', report.cost_axis): cumulative rollouts at the first validation point "
+        f"at or above {target} for the same seed (mean over the seeds that reach it, of the "
+        "seeds with a DAPO run). Complete runs only.")
     return "\n".join(text) + "\n"

@@ -228,3 +228,15 @@ def test_seed_count_from_a_paired_interval_by_hand():
         paired_sd_from_interval(0.0, 0.1, 1)
     with pytest.raises(ValueError, match="power must be 0.5 or 0.8"):
         seeds_to_separate(sd, 0.02, power=0.9)
+
+
+def test_missing_runs_are_named_by_method_and_seed_ranges():
+    """A long study's unfinished runs (the fair race: 16 of them) must stay readable inside a
+    panel: one line per method, contiguous seeds as a range, in the order the panel met them."""
+    from vade.report.figures import missing_text
+
+    keys = [parse_run_id(r) for r in ("t-grpo-vade-s12", "t-grpo-vade-s13", "t-grpo-vade-s15",
+                                      "t-grpo-vade-s14", "t-grpo-sec-s0", "t-grpo-sec-s2",
+                                      "t-grpo-sec-s3")]
+    assert missing_text(keys) == "missing: vade s12-s15\nsec s0, s2-s3"
+    assert missing_text([parse_run_id("t-base")]) == "missing: base"

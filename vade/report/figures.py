@@ -7,8 +7,8 @@ as its mean over seeds with a 95% t-interval band over seeds (``vade.report.stat
 thin faint line beneath (legend: ``<method> mean of k seeds``). Validation scores carry a 95% band (binomial standard error over
 the ``val/n`` validation items, where the history logs it) and an axis at least
 ``MIN_SCORE_SPAN`` tall, so noise is not drawn as a trend. A run that should be in a
-panel but has no curve is written into the panel as "missing: <run ids>", never left out
-silently. Files are written to a temporary name and renamed.
+panel but has no curve is written into the panel as "missing:" and its method and seeds, never
+left out silently. Files are written to a temporary name and renamed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from vade.methods import METHODS, names_where
-from vade.report.collect import Inputs
+from vade.report.collect import Inputs, RunKey
 
 __all__ = ["COLORS", "MIN_SCORE_SPAN", "VAL_ITEMS", "figure1", "figure3", "figure4", "save",
            "seed_band"]
@@ -102,7 +102,7 @@ def _panel(ax, inputs: Inputs, model: str, algo: str, methods: Sequence[str], me
             continue
         curve = inputs.runs[key.run_id].curves.get(metric)
         if curve is None or curve.step.size == 0:
-            missing.append(key.run_id)
+            missing.append(key)
             continue
         if cost_axis != "generated":
             cost = inputs.cost(key, curve, cost_axis)
@@ -134,11 +134,34 @@ def _panel(ax, inputs: Inputs, model: str, algo: str, methods: Sequence[str], me
     ax.set_xlim(left=0)  # curves start at step 0 / no rollouts
     if score and ax.lines:
         _min_span(ax, MIN_SCORE_SPAN)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8, ncol=2 if len(ax.get_legend_handles_labels()[0]) > 4 else 1)
+    handles = ax.get_legend_handles_labels()[0]
+    if len(handles) > 4:  # many methods: beside the panel, not over the curves
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    elif handles:
+        ax.legend(fontsize=8)
     if missing:
-        ax.text(0.02, 0.02, "missing: " + ", ".join(missing), transform=ax.transAxes,
-                fontsize=8, color="crimson", va="bottom", wrap=True)
+        ax.text(0.02, 0.02, missing_text(missing), transform=ax.transAxes, fontsize=8,
+                color="crimson", va="bottom")
+
+
+def missing_text(keys: Sequence[RunKey]) -> str:
+    """'missing:' and one line per method with its seeds as ranges ('vade s12-s15'): a long
+    study's unfinished runs stay readable inside a panel."""
+    seeds: dict[str, list[int]] = {}
+    for key in keys:
+        seeds.setdefault(key.method, []).append(key.seed)
+    lines = []
+    for method, got in seeds.items():
+        runs: list[list[int]] = []
+        for s in sorted(got):
+            if runs and s == runs[-1][-1] + 1:
+                runs[-1].append(s)
+            else:
+                runs.append([s])
+        text = ", ".join(f"s{r[0]}" if len(r) == 1 else f"s{r[0]}-s{r[-1]}" for r in runs
+                         if r[0] >= 0)
+        lines.append(f"{method} {text}".strip())
+    return "missing: " + "\n".join(lines)
 
 
 def _min_span(ax, span: float) -> None:

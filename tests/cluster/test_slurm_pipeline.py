@@ -24,6 +24,7 @@ from test_pipeline import scheduled
 
 from vade.store.compare import compare_histories
 
+from .faults import job_states
 from .local_slurm import LocalSlurm
 from .pipeline import BIN, PROFILE, ROOT, RUNS, SUBMITTED, Runs, through_slurm
 
@@ -96,12 +97,15 @@ def test_training_metrics_reached_the_mlflow_server(smoke_runs: Runs, mlflow_htt
 
 
 def test_a_rerun_submits_nothing(smoke_runs: Runs, slurm_cluster: LocalSlurm) -> None:
-    def all_jobs() -> set[str]:
-        return set(slurm_cluster.run("squeue", "--states=all", "-h", "-o", "%i").stdout.split())
+    """The fault scenarios share the cluster and go on submitting from their own folders while
+    this runs, so SLURM's jobs are compared for the smoke run's folder only."""
+    def own_jobs() -> set[str]:
+        return set(job_states(slurm_cluster).get(str(smoke_runs.slurm.resolve()), {}))
 
-    before = all_jobs()
+    before = own_jobs()
+    assert before, "the smoke run's own jobs (kept for MinJobAge) are not found by folder"
     proc = through_slurm(smoke_runs.slurm, slurm_cluster)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
     assert "Nothing to be done" in out and not SUBMITTED.search(out)
-    assert all_jobs() == before
+    assert own_jobs() == before

@@ -226,8 +226,8 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
         planned = {m: {k.seed for k in keys if (k.model, k.algorithm, k.method) == (model, algo, m)}
                    for m in ("dapo", "vade")}
         # a seed the grid runs for one of the two only has nothing to compare: no row
-        if planned["dapo"] ^ planned["vade"]:
-            unpaired[f"{model} {algo.upper()}"] = sorted(planned["dapo"] ^ planned["vade"])
+        if one_only := planned["dapo"] ^ planned["vade"]:
+            unpaired[f"{model} {algo.upper()}"] = sorted(one_only)
         for seed in sorted(planned["dapo"] & planned["vade"]):
             ids = [f"{model}-{algo}-{m}-s{seed}" for m in ("dapo", "vade")]
             d, v = (inputs.runs[i] for i in ids)

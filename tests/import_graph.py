@@ -1,0 +1,230 @@
+"""The import graph of the ``vade`` package, read from its source with ``ast`` (nothing is imported).
+
+Why: an import cycle or an arrow from a low floor to a high one is invisible in a file's header
+when the import sits inside a function, and only shows up as an ``ImportError`` (or a slow
+``vade --help``) later. This module draws every ``import``/``from`` of a ``vade`` module, top
+level and in-function, relative ones resolved, and reports:
+
+* cycles: strongly connected components of the module graph with more than one module;
+* upward arrows: a module importing one on a higher floor of :data:`FLOORS`;
+* in-function imports of the project's own modules.
+
+``tests/test_import_layers.py`` asserts all three are empty; ``python tests/import_graph.py``
+prints the counts and each finding (docs/layout.md).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "vade"
+
+# The floors, bottom first: a module may import its own floor and the floors below it, never one
+# above. A "room" is ``vade.<first part>`` (a subpackage or a top-level module); the entry points
+# (``vade.cli``, ``vade.__main__``) are the roof. ``vade`` itself (the package's ``__init__``) is
+# the ground every module stands on.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    # 0: plain helpers, no project imports of substance
+    ("vade", "vade.console", "vade.config_io", "vade.lockfile", "vade.provenance", "vade.checks"),
+    # 1: the method table, the grid, the tracking adapter, the numpy cores
+    ("vade.methods", "vade.grid", "vade.tracking", "vade.diva", "vade.sampling"),
+    # 2: storage, rewards, the cluster's shared config
+    ("vade.store", "vade.rewards"),
+    # 3: data and models
+    ("vade.data", "vade.models"),
+    # 4: generation
+    ("vade.rollout",),
+    # 5: the cluster's planning and checks, training
+    ("vade.cluster", "vade.train"),
+    # 6: evaluation
+    ("vade.eval",),
+    # 7: the report, the sampler lab, the benchmarks, the demo
+    ("vade.report", "vade.simulate", "vade.bench", "vade.demo"),
+    # 8: the roof
+    ("vade.cli", "vade.__main__"),
+)
+
+
+@dataclass(frozen=True)
+class Import:
+    """One arrow: ``source`` imports ``target`` at ``line``, in a function or not."""
+
+    source: str
+    target: str
+    line: int
+    in_function: bool
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the package, by dotted name."""
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _walk(tree: ast.AST) -> Iterator[tuple[ast.AST, bool]]:
+    """Every node with whether it sits inside a function (or lambda)."""
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, inside = stack.pop()
+        yield node, inside
+        nested = inside or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        stack.extend((child, nested) for child in ast.iter_child_nodes(node))
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The longest known module that ``name`` is, or sits in."""
+    while name:
+        if name in known:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports(known: dict[str, Path] | None = None) -> list[Import]:
+    """Every import of a ``vade`` module by a ``vade`` module."""
+    known = known if known is not None else modules()
+    found: list[Import] = []
+    for source, path in known.items():
+        is_package = path.name == "__init__.py"
+        package = source if is_package else source.rpartition(".")[0]
+        for node, inside in _walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - (node.level - 1)]
+                    stem = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    stem = node.module or ""
+                # ``from a import b``: b is a module when a.b is one, else a name in a.
+                targets = [f"{stem}.{alias.name}" for alias in node.names]
+            for target in targets:
+                if not (target == "vade" or target.startswith("vade.")):
+                    continue
+                resolved = _resolve(target, known)
+                if resolved is not None and resolved != source:
+                    found.append(Import(source, resolved, node.lineno, inside))
+    return found
+
+
+def room(module: str) -> str:
+    """``vade.<first part>``: the subpackage or top-level module a module lives in."""
+    return ".".join(module.split(".")[:2])
+
+
+def floor(module: str) -> int:
+    r = room(module)
+    for level, rooms in enumerate(FLOORS):
+        if r in rooms:
+            return level
+    raise KeyError(f"{module}: its room {r} is on no floor of FLOORS (tests/import_graph.py)")
+
+
+def cycles(arrows: list[Import]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for a in arrows:
+        graph[a.source].add(a.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    counter = 0
+    for start in sorted(set(graph) | {t for ts in graph.values() for t in ts}):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
+def upward(arrows: list[Import]) -> list[Import]:
+    """Arrows from a floor to a higher one."""
+    return [a for a in arrows if floor(a.target) > floor(a.source)]
+
+
+def in_function(arrows: list[Import]) -> list[Import]:
+    return [a for a in arrows if a.in_function]
+
+
+def summary() -> dict[str, int]:
+    known = modules()
+    arrows = imports(known)
+    rooms = {room(m) for m in known}
+    room_arrows = {(room(a.source), room(a.target)) for a in arrows if room(a.source) != room(a.target)}
+    return {
+        "lines": sum(len(p.read_text().splitlines()) for p in known.values()),
+        "modules": len(known),
+        "rooms": len(rooms),
+        "room arrows": len(room_arrows),
+        "project imports": len(arrows),
+        "in-function project imports": len(in_function(arrows)),
+        "cycles": len(cycles(arrows)),
+        "upward arrows (modules)": len(upward(arrows)),
+        "upward arrows (rooms)": len({(room(a.source), room(a.target)) for a in upward(arrows)}),
+    }
+
+
+def main() -> int:
+    arrows = imports()
+    for key, value in summary().items():
+        print(f"{key}: {value}")
+    for component in cycles(arrows):
+        print("cycle:", " <-> ".join(component))
+    for a in upward(arrows):
+        print(f"upward: {a.source}:{a.line} -> {a.target} (floor {floor(a.source)} -> {floor(a.target)})")
+    if "-v" in sys.argv:
+        for a in in_function(arrows):
+            print(f"in function: {a.source}:{a.line} -> {a.target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

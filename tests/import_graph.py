@@ -9,6 +9,8 @@ level and in-function, relative ones resolved, and reports:
 * upward arrows: a module importing one on a higher floor of :data:`FLOORS`;
 * in-function imports of the project's own modules.
 
+Imports under ``if TYPE_CHECKING:`` are for annotations only (never run) and draw no arrow.
+
 ``tests/test_import_layers.py`` asserts all three are empty; ``python tests/import_graph.py``
 prints the counts and each finding (docs/layout.md).
 """
@@ -30,23 +32,27 @@ PACKAGE = ROOT / "vade"
 # (``vade.cli``, ``vade.__main__``) are the roof. ``vade`` itself (the package's ``__init__``) is
 # the ground every module stands on.
 FLOORS: tuple[tuple[str, ...], ...] = (
-    # 0: plain helpers, no project imports of substance
+    # 0: plain helpers: the package, console, config reader, locks, provenance, value checks
     ("vade", "vade.console", "vade.config_io", "vade.lockfile", "vade.provenance", "vade.checks"),
-    # 1: the method table, the grid, the tracking adapter, the numpy cores
-    ("vade.methods", "vade.grid", "vade.tracking", "vade.diva", "vade.sampling"),
-    # 2: storage, rewards, the cluster's shared config
+    # 1: the method table, the grid, tracking, a job's environment, the numpy cores
+    ("vade.methods", "vade.grid", "vade.tracking", "vade.job", "vade.diva", "vade.sampling"),
+    # 2: the DuckDB history, rewards
     ("vade.store", "vade.rewards"),
-    # 3: data and models
-    ("vade.data", "vade.models"),
-    # 4: generation
+    # 3: data
+    ("vade.data",),
+    # 4: the policy and its HF engine
+    ("vade.models",),
+    # 5: generation engines and the initial difficulty
     ("vade.rollout",),
-    # 5: the cluster's planning and checks, training
-    ("vade.cluster", "vade.train"),
     # 6: evaluation
     ("vade.eval",),
-    # 7: the report, the sampler lab, the benchmarks, the demo
+    # 7: training
+    ("vade.train",),
+    # 8: the cluster's plan, prefetch and preflight (they read every stage's config)
+    ("vade.cluster",),
+    # 9: the report, the sampler lab, the benchmarks, the demo
     ("vade.report", "vade.simulate", "vade.bench", "vade.demo"),
-    # 8: the roof
+    # 10: the roof
     ("vade.cli", "vade.__main__"),
 )
 
@@ -73,14 +79,24 @@ def modules() -> dict[str, Path]:
     return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
+def _type_checking(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:``: imports for annotations only, never run."""
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
 def _walk(tree: ast.AST) -> Iterator[tuple[ast.AST, bool]]:
-    """Every node with whether it sits inside a function (or lambda)."""
+    """Every node with whether it sits inside a function (or lambda); the bodies of
+    ``if TYPE_CHECKING:`` are left out (annotations only: no arrow at run time)."""
     stack: list[tuple[ast.AST, bool]] = [(tree, False)]
     while stack:
         node, inside = stack.pop()
         yield node, inside
         nested = inside or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        stack.extend((child, nested) for child in ast.iter_child_nodes(node))
+        children = node.orelse if _type_checking(node) else ast.iter_child_nodes(node)
+        stack.extend((child, nested) for child in children)
 
 
 def _resolve(name: str, known: dict[str, Path]) -> str | None:

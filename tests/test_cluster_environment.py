@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from vade.cli import main
-from vade.cluster.config import job_env, near_miss_env, overridden
+from vade.job.config import job_env, near_miss_env, overridden
 
 
 def test_near_misses_are_named_and_real_names_are_not():

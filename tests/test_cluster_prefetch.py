@@ -28,7 +28,7 @@ import yaml
 
 from vade.cluster import prefetch as prefetch_mod
 from vade.cluster.assets import assets_of
-from vade.cluster.config import job_env
+from vade.job.config import job_env
 from vade.cluster.preflight import check_assets
 
 FAKE_COMMIT = "c0ffee" + "0" * 34

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import yaml
 
-from vade.cluster.timelimit import signal_names
+from vade.job.timelimit import signal_names
 
 
 class _Resources(dict):

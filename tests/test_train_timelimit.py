@@ -14,7 +14,7 @@ import signal
 import pytest
 from test_train_local import _cfg, _paths, _tables, write_toy_data
 
-from vade.cluster.timelimit import TimeGuard, TimeLimitReached
+from vade.job.timelimit import TimeGuard, TimeLimitReached
 from vade.train.local import loop
 from vade.train.local.toy import ToyPolicy
 
@@ -84,7 +84,7 @@ def test_guard_arithmetic():
     assert TimeGuard.from_env({}).end_time is None
     from datetime import datetime
 
-    from vade.cluster.timelimit import job_end_time
+    from vade.job.timelimit import job_end_time
 
     end = datetime(2026, 11, 29, 10, 5).timestamp()
     assert job_end_time({"SLURM_JOB_ID": "42"}, squeue=lambda j: "2026-11-29T10:05:00\n") == end

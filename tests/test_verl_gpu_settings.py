@@ -21,7 +21,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from test_verl_overrides import spec, verl_config_dir
 
-from vade.cluster.resources import allocated_cpus
+from vade.job.cpus import allocated_cpus
 from vade.train.verl import timelimit
 from vade.train.verl.config import VerlConfig
 from vade.train.verl.overrides import build_overrides
@@ -96,7 +96,7 @@ def test_the_launcher_relays_the_signal_and_reports_the_stop_in_one_line(tmp_pat
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from vade.cluster.timelimit import TimeLimitReached
+    from vade.job.timelimit import TimeLimitReached
     from vade.train.config import TrainConfig
     from vade.train.verl import launch as launch_mod
 

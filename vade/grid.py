@@ -5,15 +5,19 @@ report's expected runs, the prefetch and preflight model lists), so they can nev
 runs or their order. A grid block may set ``steps`` for its cells: a study can run DAPO on to its
 plateau while the peers beside it keep the shared ``train.steps``, in one grid and one report;
 and ``seeds`` (default: ``experiments.seeds``): the methods a claim rests on get more seeds.
-Standard library only: the Snakefile imports it before any environment exists.
+Standard library only (and the method table): the Snakefile imports it before any environment
+exists. ``parse_run_id`` reads a run id back into its parts (the report, the evaluation runner).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-__all__ = ["Cell", "cells", "run_config"]
+from vade.methods import NAMES
+
+__all__ = ["Cell", "RunKey", "cells", "parse_run_id", "run_config"]
 
 
 @dataclass(frozen=True)
@@ -66,3 +70,28 @@ def run_config(config: Mapping[str, Any], cell: Cell) -> dict[str, Any]:
     if cell.steps is None:
         return dict(config)
     return {**config, "train": {**(config.get("train") or {}), "steps": cell.steps}}
+
+
+_RUN_ID = re.compile(r"^(?P<model>.+)-(?P<algorithm>grpo|gspo)-(?P<method>"
+                     + "|".join(re.escape(m) for m in NAMES) + r")-s(?P<seed>\d+)$")
+
+
+@dataclass(frozen=True, order=True)
+class RunKey:
+    """A run id's parts: ``<model>-<algorithm>-<method>-s<seed>`` or ``<model>-base``."""
+
+    model: str
+    algorithm: str  # "" for a base model
+    method: str     # "base" for a base model
+    seed: int       # -1 for a base model
+    run_id: str
+
+
+def parse_run_id(run_id: str) -> RunKey:
+    m = _RUN_ID.match(run_id)
+    if m:
+        return RunKey(m["model"], m["algorithm"], m["method"], int(m["seed"]), run_id)
+    if run_id.endswith("-base") and len(run_id) > len("-base"):
+        return RunKey(run_id[: -len("-base")], "", "base", -1, run_id)
+    raise ValueError(f"run id {run_id!r} is neither <model>-<grpo|gspo>-<method>-s<seed> "
+                     f"(method one of {NAMES}) nor <model>-base")

@@ -4,7 +4,7 @@ the uninterrupted run.
 Real: the SLURM cluster (tests/cluster/local_slurm.py) and slurmctld's own time-limit enforcement
 and warning signal, ``snakemake --profile slurm --profile tests/cluster/profile`` with a third
 profile on top that sets the training rule's ``runtime``, ``slurm_extra`` and ``retries`` (as a
-site would), the local trainer with its time guard (vade/cluster/timelimit.py), checkpoints and
+site would), the local trainer with its time guard (vade/job/timelimit.py), checkpoints and
 resume, ``scancel`` and ``scontrol`` as an operator uses them. Stand-ins: the GPUs are placeholder
 GRES (see test_slurm_pipeline.py), and a long step: the tiny model trains a step in under a
 second, so the test holds the trainer with SIGSTOP where a paper run would be inside a step of

@@ -59,7 +59,7 @@ def assets_of(config: Mapping[str, Any]) -> list[Asset]:
     """The hub assets of a whole config, in a stable order (models, judge, sources,
     benchmarks); revisions from ``cluster.revisions`` (default ``main``)."""
     from vade.grid import cells as grid_cells
-    from vade.cluster.config import ClusterConfig
+    from vade.job.config import ClusterConfig
     from vade.eval.config import EvaluateConfig
 
     revs = ClusterConfig.from_config(config).revisions

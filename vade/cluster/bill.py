@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vade.cluster.config import ClusterConfig
+from vade.job.config import ClusterConfig
 from vade.cluster.resources import check_gpu_resources, idle_gpus, stage_gpus, used_gpus
 from vade.grid import Cell, run_config
 from vade.grid import cells as grid_cells
@@ -275,7 +275,7 @@ def make_bill(config: Mapping[str, Any]) -> Bill:
                         "the shared cache, two vLLM engines started, the judging after the last "
                         "response; the first job's log gives the real figure"))
     assumptions.append(("time margin", f"{TIME_MARGIN:g} x the slowest step",
-                        "vade.cluster.timelimit: a training job checkpoints and stops when its "
+                        "vade.job.timelimit: a training job checkpoints and stops when its "
                         "time left is under this; the next submission resumes"))
     assumptions.append(("GPUs of the default rates", f"{REFERENCE_GPUS}",
                         "cluster.plan's rates are for a 4-GPU job: a stage using n GPUs runs "

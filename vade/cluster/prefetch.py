@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vade.cluster.assets import Asset, assets_of
-from vade.cluster.config import ClusterConfig
+from vade.job.config import ClusterConfig
 from vade.data.writer import file_sha256
 
 __all__ = ["OFFLINE_VARS", "PrefetchError", "cache_records", "check_room", "check_writable",

@@ -16,11 +16,11 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from vade.cluster.preflight_check import Check
 from vade.lockfile import pins_for_this_machine
 
 __all__ = ["STAGES", "Check", "check_assets", "check_disk", "check_gpus", "check_packages",
@@ -30,19 +30,6 @@ STAGES = ("difficulty", "train", "evaluate")
 LOCKS = Path("requirements/lock/envs")
 POST_DEPLOY = Path("envs/train-verl.post-deploy.sh")   # pins flash-attn (built there)
 PLACEHOLDERS = ("your-account", "your-cpu-partition", "your-gpu-partition")
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    knob: str = ""
-
-    def line(self) -> str:
-        head = "ok  " if self.ok else "FAIL"
-        tail = "" if self.ok or not self.knob else f" -> {self.knob}"
-        return f"{head} {self.name}: {self.detail}{tail}"
 
 
 def stage_env(config: Mapping[str, Any], stage: str) -> str:
@@ -220,7 +207,7 @@ def check_assets(config: Mapping[str, Any], stage: str,
     """The stage's hub assets in the prefetched cache (manifest entries whose files are there
     at the recorded sizes), and the job's environment pointing offline at that cache."""
     from vade.cluster.assets import assets_of
-    from vade.cluster.config import ClusterConfig
+    from vade.job.config import ClusterConfig
 
     env = os.environ if environ is None else environ
     cluster = ClusterConfig.from_config(config)
@@ -269,7 +256,7 @@ def check_disk(config: Mapping[str, Any], stage: str, where: str | Path,
                free_gb: Callable[[Path], float] | None = None) -> Check:
     """Free disk where the stage writes: a training run's checkpoints plus cluster.min_free_gb."""
     from vade.cluster.bill import checkpoint_gb
-    from vade.cluster.config import ClusterConfig
+    from vade.job.config import ClusterConfig
     from vade.grid import cells as grid_cells
 
     path = Path(where)

@@ -1,5 +1,5 @@
 """Preflight's cache checks: the shared cache takes the jobs' locks, and each evaluation job
-reads it through a node-local mirror (``vade.cluster.scratch``).
+reads it through a node-local mirror (``vade.job.scratch``).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from vade.cluster.preflight import Check
+from vade.cluster.preflight_check import Check
 
 __all__ = ["check_cache_writable", "check_local_datasets"]
 
@@ -19,7 +19,7 @@ def check_cache_writable(config: Mapping[str, Any], stage: str) -> Check | None:
     takes a file lock beside each prepared dataset (a read-only cache fails deep inside
     ``load_dataset``)."""
     from vade.cluster.assets import assets_of
-    from vade.cluster.config import ClusterConfig
+    from vade.job.config import ClusterConfig
     from vade.cluster.prefetch import PrefetchError, check_writable
 
     if not any(a.kind == "dataset" and stage in a.stages for a in assets_of(config)):
@@ -38,10 +38,10 @@ def check_cache_writable(config: Mapping[str, Any], stage: str) -> Check | None:
 
 def check_local_datasets(config: Mapping[str, Any],
                          environ: Mapping[str, str] | None = None) -> list[Check]:
-    """Build this node's mirror of the staged datasets (``vade.cluster.scratch``) where
+    """Build this node's mirror of the staged datasets (``vade.job.scratch``) where
     ``LMMS_EVAL_DATASETS_CACHE`` points, so that locks stay on local disk."""
-    from vade.cluster.config import ClusterConfig
-    from vade.cluster.scratch import mirror_tree
+    from vade.job.config import ClusterConfig
+    from vade.job.scratch import mirror_tree
 
     env = os.environ if environ is None else environ
     target = env.get("LMMS_EVAL_DATASETS_CACHE")

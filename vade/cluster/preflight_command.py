@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vade.cluster.config import job_env, near_miss_env
+    from vade.job.config import job_env, near_miss_env
     from vade.cluster.preflight import run_checks
 
     config = load_config(args)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vade.cluster.preflight import Check
+from vade.cluster.preflight_check import Check
 
 __all__ = ["check_judge_kv", "check_training_memory"]
 
@@ -18,7 +18,7 @@ def check_training_memory(config: Mapping[str, Any], model: str | None,
                           gpus: Sequence[float]) -> list[Check]:
     """The verl layout's memory per GPU and phase (``vade.cluster.memory``) against the
     smallest GPU seen (an 80 GB one when none is)."""
-    from vade.cluster.config import ClusterConfig
+    from vade.job.config import ClusterConfig
     from vade.cluster.memory import DEFAULT_GPU_GIB, check_layout, layout_of, summary
     from vade.grid import cells as grid_cells
 

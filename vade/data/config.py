@@ -215,7 +215,7 @@ def data_config_from_mapping(config: Mapping[str, Any]) -> DataConfig:
             if "revisions" in paper:
                 raise ValueError("unknown key 'data.paper.revisions': pin hub revisions in "
                                  "cluster.revisions (asset id -> commit)")
-            from vade.cluster.config import ClusterConfig
+            from vade.job.config import ClusterConfig
 
             paper["revisions"] = dict(ClusterConfig.from_config(config).revisions)
         kwargs["paper"] = _sub(paper, PaperConfig, "data.paper",

@@ -189,7 +189,7 @@ class JudgeConfig:
         if "max_error_fraction" in v:
             v["max_error_fraction"] = check_float("evaluate.judge.max_error_fraction",
                                                   v["max_error_fraction"], 0.0, 1.0)
-        from vade.eval.watchdog import WatchdogConfig
+        from vade.eval.watchdog_config import WatchdogConfig
 
         v["watchdog"] = WatchdogConfig.from_dict(v.get("watchdog"))
         for key in ("extra_args", "command"):

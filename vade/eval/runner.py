@@ -44,7 +44,7 @@ class Target:
 
 def target_for(run_id: str, checkpoint: str) -> Target:
     """Parse ``<model>-<algorithm>-<method>-s<seed>`` or ``<model>-base``."""
-    from vade.report.collect import parse_run_id
+    from vade.grid import parse_run_id
 
     key = parse_run_id(run_id)
     return Target(run_id, key.model, key.algorithm or None, key.method,

@@ -16,15 +16,14 @@ made no judge call at all fails too (lmms-eval did not reach the judge: nothing 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
-from vade.checks import check_float, check_int, reject_unknown
+from vade.eval.watchdog_config import WatchdogConfig
 
 __all__ = ["JudgeWatchdog", "JudgeWatchdogError", "WatchdogConfig", "bounded_retries",
            "watching"]
@@ -38,36 +37,6 @@ class _Stop(BaseException):
     """Raised in the main thread by the watchdog's signal. A BaseException, because lmms-eval,
     the OpenAI client and the judged tasks catch ``Exception`` around every judge call (a failed
     call becomes a 0); ``watching`` turns it into ``JudgeWatchdogError``."""
-
-
-@dataclasses.dataclass(frozen=True)
-class WatchdogConfig:
-    """``evaluate.judge.watchdog``."""
-
-    interval_s: float = 10.0        # how often the judge is looked at
-    min_calls: int = 20             # recent calls needed before their error fraction counts
-    window_calls: int = 200         # "recent": about the last this many calls
-    hang_s: float = 300.0           # a judge call unanswered this long: hung
-    liveness_timeout_s: float = 10.0   # GET /models answer time
-    liveness_failures: int = 3      # consecutive unanswered liveness probes: dead
-    max_retries: int = 2            # caps lmms-eval's ServerConfig.num_retries
-    retry_delay_s: float = 2.0      # caps ServerConfig.retry_delay
-    call_timeout_s: int = 120       # caps ServerConfig.timeout (one call)
-
-    @classmethod
-    def from_dict(cls, v: Mapping[str, Any] | None) -> WatchdogConfig:
-        v = dict(v or {})
-        w = "evaluate.judge.watchdog"
-        reject_unknown(v, {f.name for f in dataclasses.fields(cls)}, w)
-        for key in ("interval_s", "hang_s", "liveness_timeout_s", "retry_delay_s"):
-            if key in v:
-                v[key] = check_float(f"{w}.{key}", v[key], 0.0, 86400.0,
-                                     open_lo=key != "retry_delay_s")
-        for key, lo in (("min_calls", 1), ("window_calls", 1), ("liveness_failures", 1),
-                        ("max_retries", 1), ("call_timeout_s", 1)):
-            if key in v:
-                v[key] = check_int(f"{w}.{key}", v[key], lo, 10**9)
-        return cls(**v)
 
 
 @contextlib.contextmanager

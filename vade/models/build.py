@@ -72,7 +72,7 @@ def heldout_metrics(model: Any, processor: Any, examples: list, *, seed: int, n:
     histogram, format rate."""
     from vade.models.warmstart import gold_response_prob
     from vade.rewards import score_batch
-    from vade.rollout.hf import HFEngine
+    from vade.models.hf_engine import HFEngine
 
     if not examples:
         return {}

@@ -8,7 +8,6 @@ but no file holds is listed as ``missing``; a run file without ``done.json`` bes
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,36 +17,10 @@ import duckdb
 import numpy as np
 
 from vade import methods
-from vade.methods import NAMES
+from vade.grid import RunKey, parse_run_id
 from vade.report.cost import overhead
 
 __all__ = ["Curve", "Inputs", "RunInfo", "RunKey", "collect", "history_files", "parse_run_id"]
-
-METHODS = NAMES  # vade/methods.py
-_RUN_ID = re.compile(r"^(?P<model>.+)-(?P<algorithm>grpo|gspo)-(?P<method>"
-                     + "|".join(re.escape(m) for m in METHODS) + r")-s(?P<seed>\d+)$")
-
-
-@dataclass(frozen=True, order=True)
-class RunKey:
-    """A run id's parts: ``<model>-<algorithm>-<method>-s<seed>`` or ``<model>-base``."""
-
-    model: str
-    algorithm: str  # "" for a base model
-    method: str     # "base" for a base model
-    seed: int       # -1 for a base model
-    run_id: str
-
-
-def parse_run_id(run_id: str) -> RunKey:
-    m = _RUN_ID.match(run_id)
-    if m:
-        return RunKey(m["model"], m["algorithm"], m["method"], int(m["seed"]), run_id)
-    if run_id.endswith("-base") and len(run_id) > len("-base"):
-        return RunKey(run_id[: -len("-base")], "", "base", -1, run_id)
-    raise ValueError(f"run id {run_id!r} is neither <model>-<grpo|gspo>-<method>-s<seed> "
-                     f"(method one of {METHODS}) nor <model>-base")
-
 
 @dataclass(frozen=True)
 class Curve:

@@ -33,6 +33,8 @@ import re
 import threading
 from typing import Any
 
+from vade.rewards import math_worker
+
 __all__ = ["MAX_MATH_CHARS", "MAX_POWER", "TIMEOUT_S", "compare", "math_equal", "too_costly",
            "too_costly_text"]
 
@@ -154,6 +156,4 @@ def math_equal(gold: str, pred: str) -> bool:
         return False
     if too_costly_text(gold) or too_costly_text(pred):
         return False
-    from vade.rewards.math_worker import bounded_compare
-
-    return bounded_compare(gold, pred)
+    return math_worker.bounded_compare(gold, pred)  # module attribute: tests replace it

@@ -2,7 +2,7 @@
 
 Why a child process: math-verify bounds its work with ``signal.alarm``, which works only in a
 process's main thread, and verl calls the reward from a thread pool; a thread cannot be stopped
-from outside, a process can. So comparisons run in a child (``python -m vade.rewards.math_worker``)
+from outside, a process can. So comparisons run in a child (``python -m vade.rewards.math_child``)
 that answers one JSON line per request, and the caller waits at most the budget for the reply;
 on a late or missing reply the child is killed and the pair scored "not equal".
 
@@ -62,7 +62,7 @@ class _Child:
     when ``background`` is true)."""
 
     def __init__(self, background: bool) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "vade.rewards.math_worker"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "vade.rewards.math_child"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, bufsize=0)
         self.buffer = bytearray()
@@ -137,7 +137,7 @@ class MathWorker:
                 if child.failed:
                     self._drop(child)
                     raise RuntimeError("the math comparison process (python -m "
-                                       "vade.rewards.math_worker) did not start within "
+                                       "vade.rewards.math_child) did not start within "
                                        f"{START_TIMEOUT_S:g} s")
                 self._active = child
                 return child
@@ -194,25 +194,3 @@ def bounded_compare(gold: str, pred: str) -> bool:
         _LOCAL.worker, _LOCAL.pid = MathWorker(), os.getpid()
         worker = _LOCAL.worker
     return worker.compare(gold, pred)
-
-
-def main() -> int:
-    """The child: one request line in, ``1``/``0`` out, until stdin closes."""
-    out = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-    os.dup2(2, 1)  # anything a library prints goes to stderr, never into the protocol
-    from vade.rewards.math_check import compare
-
-    compare(r"\sqrt{2}", r"2^{1/2}")  # import and warm the parser and SymPy before "ready"
-    out.write(_READY + "\n")
-    for line in sys.stdin:
-        try:
-            request = json.loads(line)
-            equal = compare(str(request["gold"]), str(request["pred"]))
-        except (ValueError, KeyError, TypeError):
-            equal = False
-        out.write("1\n" if equal else "0\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vade.rollout.engine import Rollouts
+from vade.models.rollouts import Rollouts
 
 if TYPE_CHECKING:  # pragma: no cover
     from vade.data.records import Example
-    from vade.rollout.engine import GenerationEngine
+    from vade.models.rollouts import GenerationEngine
 
 __all__ = ["DataParallelEngine", "gpu_groups", "visible_gpus"]
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vade.rollout.engine import Rollouts
+from vade.models.rollouts import Rollouts
 
 if TYPE_CHECKING:  # pragma: no cover
     from vade.data.records import Example

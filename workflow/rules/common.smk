@@ -69,7 +69,7 @@ os.environ.update(VADE_WORKFLOW_CONFIG=json.dumps(config))
 # Hub assets staged by `vade prefetch` (rule prefetch) for configs with GPU stages; their jobs then
 # run offline against the cache (cluster.offline). Both empty for the CPU demo.
 from vade.cluster.assets import assets_of
-from vade.cluster.config import ClusterConfig, job_env, near_miss_env, overridden
+from vade.job.config import ClusterConfig, job_env, near_miss_env, overridden
 
 # Said, not done silently: a user's own value replaced for the jobs, and a variable whose name is
 # a near miss of one we read (MLFLOW_TRACKING_URL falls back to the default store otherwise).

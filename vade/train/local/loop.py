@@ -107,7 +107,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
            ) -> dict[str, Any]:
     from tqdm import tqdm
 
-    from vade.cluster.timelimit import TimeGuard, TimeLimitReached
+    from vade.job.timelimit import TimeGuard, TimeLimitReached
     from vade.provenance import code_version
     from vade.sampling import make_sampler
     from vade.train.checkpoint import capture_rng, save_checkpoint

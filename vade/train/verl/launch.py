@@ -146,8 +146,8 @@ def ray_env_overrides(env: Mapping[str, str]) -> list[str]:
 
 
 def ray_cpus_override(env: Mapping[str, str]) -> str:
-    """``ray_kwargs.ray_init.num_cpus=<the job's CPUs>`` (``vade.cluster.resources``)."""
-    from vade.cluster.resources import allocated_cpus
+    """``ray_kwargs.ray_init.num_cpus=<the job's CPUs>`` (``vade.job.cpus``)."""
+    from vade.job.cpus import allocated_cpus
 
     cpus, source = allocated_cpus(env)
     print(f"Ray num_cpus = {cpus} (from {source})", flush=True)
@@ -157,7 +157,7 @@ def ray_cpus_override(env: Mapping[str, str]) -> str:
 def _time_limit_files(out: Path, env: dict[str, str]) -> tuple[Path, Path]:
     """The flag this process writes on a checkpoint signal and the file the trainer writes when
     it stops for the limit (``vade.train.verl.timelimit``); both cleared for this attempt."""
-    from vade.cluster.timelimit import END_ENV, FLAG_ENV, flag_on_signal, job_end_time
+    from vade.job.timelimit import END_ENV, FLAG_ENV, flag_on_signal, job_end_time
     from vade.train.verl.timelimit import STOP_ENV
 
     flag, stop = out / "checkpoint-now", out / "time-stop.json"
@@ -228,7 +228,7 @@ def launch(cfg: TrainConfig, *, model: str, model_path: str, data_dir: str | Pat
     except Exception as exc:  # noqa: BLE001  (reported: the trained model is not lost over it)
         print(f"pooled validation (val/acc) not written: {exc}", file=sys.stderr)
     if rc != 0 and stop.is_file():
-        from vade.cluster.timelimit import TimeLimitReached
+        from vade.job.timelimit import TimeLimitReached
 
         info = json.loads(stop.read_text())
         raise TimeLimitReached(f"{spec.run_id}: checkpointed step {info['step']} and stopped: "

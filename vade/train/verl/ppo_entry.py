@@ -104,7 +104,7 @@ def _flag_on_signal() -> None:
     """This driver only waits for Ray: a checkpoint signal becomes the trainer's flag file."""
     import os
 
-    from vade.cluster.timelimit import FLAG_ENV, flag_on_signal
+    from vade.job.timelimit import FLAG_ENV, flag_on_signal
 
     if os.environ.get(FLAG_ENV):
         flag_on_signal(os.environ[FLAG_ENV])

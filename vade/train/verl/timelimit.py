@@ -1,4 +1,4 @@
-"""verl runs stop before the job's time limit with a checkpoint (``vade.cluster.timelimit``).
+"""verl runs stop before the job's time limit with a checkpoint (``vade.job.timelimit``).
 
 verl 0.7.1's ``fit`` (and verl-recipe's DAPO ``fit``) already force a checkpoint when a
 "capacity block" nears its end: after each actor update they call ``should_save_ckpt_esi(
@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from vade.cluster.timelimit import TimeGuard
+from vade.job.timelimit import TimeGuard
 
 __all__ = ["STOP_ENV", "TimeLimitStop", "install", "should_checkpoint", "stop_if_due"]
 

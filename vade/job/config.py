@@ -104,12 +104,12 @@ class ClusterConfig:
 def job_env(config: Mapping[str, Any]) -> dict[str, str]:
     """The environment every job of a GPU config gets when ``cluster.offline``: the staged cache
     as Hugging Face's home, hub and datasets offline (no download, no token), and lmms-eval's
-    datasets cache at a node-local mirror of the staged ``datasets/`` (``vade.cluster.scratch``:
+    datasets cache at a node-local mirror of the staged ``datasets/`` (``vade.job.scratch``:
     locks on local disk, data read from the cache). Empty for a config with no GPU stage (the
     CPU demo) or with ``offline: false``."""
     from pathlib import Path
 
-    from vade.cluster.scratch import local_datasets_cache
+    from vade.job.scratch import local_datasets_cache
 
     cluster = ClusterConfig.from_config(config)
     resources = config.get("resources") or {}

@@ -67,16 +67,16 @@ class Import:
     in_function: bool
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def modules() -> dict[str, Path]:
+def modules(package: Path = PACKAGE) -> dict[str, Path]:
     """Every module of the package, by dotted name."""
-    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+    return {module_name(p, package.parent): p for p in sorted(package.rglob("*.py"))}
 
 
 def _type_checking(node: ast.AST) -> bool:
@@ -135,6 +135,39 @@ def imports(known: dict[str, Path] | None = None) -> list[Import]:
                 if resolved is not None and resolved != source:
                     found.append(Import(source, resolved, node.lineno, inside))
     return found
+
+
+# Third-party libraries that cost seconds (or a GPU stack) to import: a project module that imports
+# one at load, directly or through its own top-level project imports, is "heavy", and importing it
+# is the one kind of project import that may stay inside a function (marked ``# lazy: <reason>``).
+HEAVY_LIBRARIES = frozenset({"torch", "verl", "vllm", "transformers", "lmms_eval", "ray", "mlflow"})
+
+
+def heavy_modules(known: dict[str, Path] | None = None,
+                  arrows: list[Import] | None = None) -> dict[str, str]:
+    """Module -> the heavy library it loads at import (directly or through top-level imports)."""
+    known = known if known is not None else modules()
+    arrows = arrows if arrows is not None else imports(known)
+    heavy: dict[str, str] = {}
+    for name, path in known.items():
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Import):
+                tops = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                tops = [node.module.split(".")[0]]
+            else:
+                continue
+            for top in tops:
+                if top in HEAVY_LIBRARIES:
+                    heavy.setdefault(name, top)
+    grew = True
+    while grew:
+        grew = False
+        for a in arrows:
+            if not a.in_function and a.target in heavy and a.source not in heavy:
+                heavy[a.source] = heavy[a.target]
+                grew = True
+    return heavy
 
 
 def room(module: str) -> str:
@@ -220,8 +253,8 @@ def summary() -> dict[str, int]:
         "modules": len(known),
         "rooms": len(rooms),
         "room arrows": len(room_arrows),
-        "project imports": len(arrows),
-        "in-function project imports": len(in_function(arrows)),
+        "project import statements": len({(a.source, a.line) for a in arrows}),
+        "in functions": len({(a.source, a.line) for a in in_function(arrows)}),
         "cycles": len(cycles(arrows)),
         "upward arrows (modules)": len(upward(arrows)),
         "upward arrows (rooms)": len({(room(a.source), room(a.target)) for a in upward(arrows)}),

@@ -2,8 +2,8 @@
 
 Every Snakemake rule calls a verb here. A verb's module is imported only when that verb runs, so
 ``vade sql`` never pays for (or needs) torch, verl or lmms-eval. Each module provides
-``add_arguments(parser)`` and ``run(args) -> int``, and keeps heavy imports inside ``run``: the
-parser imports every command module to build its help.
+``add_arguments(parser)`` and ``run(args) -> int``; heavy third-party imports (torch, vLLM) stay
+inside functions. The parser imports the module of the verb being run only (``build_parser``).
 """
 
 from __future__ import annotations
@@ -46,20 +46,24 @@ class UserError(Exception):
     """An error in the user's input: printed as one line, exit status 2, no traceback."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every verb, or with ``only`` the arguments of that verb alone (the others
+    keep their one-line help): ``vade sql`` and ``vade --help`` import no other verb's module."""
     parser = argparse.ArgumentParser(prog="vade", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"vade {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(_module=module)
-        importlib.import_module(module).add_arguments(p)
+        if only is None or only == name:
+            importlib.import_module(module).add_arguments(p)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only=next((w for w in words if w in COMMANDS), ""))
+    args = parser.parse_args(words)
     module = importlib.import_module(args._module)
     try:
         with log_friendly_output():  # progress bars as lines when stderr is a log file

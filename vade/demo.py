@@ -13,6 +13,9 @@ import argparse
 from pathlib import Path
 
 from vade.methods import names_where
+from vade.sampling import make_sampler
+from vade.simulate.dynamics import DynamicsParams, PassRateEnv
+from vade.store import RunStore, open_catalog
 
 DEMO_METHODS = names_where(shaping=None)  # the methods that are a sampler alone
 
@@ -33,10 +36,6 @@ def run_method(method: str, runs_dir: Path, args: argparse.Namespace) -> Path:
 
     import numpy as np
     from tqdm import tqdm
-
-    from vade.sampling import make_sampler
-    from vade.simulate.dynamics import DynamicsParams, PassRateEnv
-    from vade.store import RunStore
 
     params = DynamicsParams(n_samples=args.n_samples)
     env = PassRateEnv(params, seed=args.seed)  # the same starting policy for every method
@@ -111,8 +110,6 @@ def plot_effective_ratio(con, out: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vade.store import open_catalog
-
     out = Path(args.out)
     runs_dir = out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from vade.bench import reward, sampler
+
 
 def _size(text: str) -> int:
     value = float(text)
@@ -31,9 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _reward(args: argparse.Namespace) -> dict:
-    from vade.bench.reward import run_all
-
-    result = run_all(args.repeats, args.threads)
+    result = reward.run_all(args.repeats, args.threads)
     print(f"\nreward in a worker thread, {args.repeats} runs per answer "
           f"(target <= {result['target_s']:g} s, score 0)")
     print(f"{'answer':<36} {'median s':>9} {'max s':>7} {'scores':>7}")
@@ -49,9 +49,7 @@ def _reward(args: argparse.Namespace) -> dict:
 
 
 def _sampler(args: argparse.Namespace) -> dict:
-    from vade.bench.sampler import run_all
-
-    result = run_all(args.sizes, args.batch_size, args.steps, args.threads, args.log_steps)
+    result = sampler.run_all(args.sizes, args.batch_size, args.steps, args.threads, args.log_steps)
     print(f"\nVADE sampler, batch {args.batch_size}, median of {args.steps} steps "
           f"({result['machine']['cpu_count']} CPUs, numpy {result['machine']['numpy']})")
     print(f"{'n_samples':>12} {'select+observe ms':>18} {'select ms':>10} {'observe ms':>11}"

@@ -24,8 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from vade.data.records import Example
+from vade.data.records import Example, read_examples
+from vade.data.splits import rng_for
 from vade.data.variants import variant_example
+from vade.rewards import score_batch
+from vade.rollout.engine import make_engine
 
 __all__ = ["calibrate"]
 
@@ -45,9 +48,6 @@ def calibrate(engine: Any, examples: Sequence[Example], *, rollouts: int, temper
               offsets: Sequence[int] = OFFSETS, progress: bool = True) -> dict[str, Any]:
     """Accuracy per offset on one variant of each row, plus the original's (``offset: null``)."""
     from tqdm import tqdm
-
-    from vade.data.splits import rng_for
-    from vade.rewards import score_batch
 
     def accuracy(batch: list[Example], stream: int) -> tuple[float, int]:
         ro = engine.generate(batch, rollouts, temperature=temperature,
@@ -117,9 +117,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
-
-    from vade.data.records import read_examples
-    from vade.rollout.engine import make_engine
 
     examples = read_examples(args.data)[:args.rows]
     engine = make_engine("hf", args.model, batch_size=64, threads=args.threads)

@@ -20,6 +20,8 @@ import threading
 import time
 from typing import Any
 
+from vade.rewards import compute_score
+
 __all__ = ["WORST_ANSWERS", "run_all", "threaded"]
 
 WORST_ANSWERS = (r"e^{e^{e^{e^{100}}}}", r"\binom{10^{6}}{5 \cdot 10^{5}}",
@@ -31,8 +33,6 @@ EASY = (r"\sqrt{2}", r"2^{1/2}")
 
 
 def _score(answer: str, gold: str) -> tuple[float, float]:
-    from vade.rewards import compute_score
-
     t0 = time.perf_counter()
     acc = compute_score("bench", rf"\boxed{{{answer}}}", gold, {"answer_type": "math"})["acc"]
     return time.perf_counter() - t0, acc

@@ -29,6 +29,14 @@ from typing import Any
 
 import numpy as np
 
+from vade.config_io import load_config
+from vade.models.policy import token_logprobs
+from vade.train.config import TrainConfig
+from vade.train.local import RunPaths, train_local
+from vade.train.local.policy import LocalPolicy
+from vade.train.local.timing import PHASES
+from vade.train.local.toy import ToyPolicy
+
 CURVE_SQL = """
 SELECT s.step, s.effective_ratio, s.rollouts, s.mean_accuracy,
        max(m.value) FILTER (WHERE m.name = 'vade/rollouts_cumulative') AS rollouts_cumulative,
@@ -65,10 +73,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run_one(config: dict[str, Any], args: argparse.Namespace, algorithm: str,
             method: str) -> tuple[Path, float]:
-    from vade.train.config import TrainConfig
-    from vade.train.local import RunPaths, train_local
-    from vade.train.local.toy import ToyPolicy
-
     cfg = TrainConfig.from_config(config, algorithm=algorithm, method=method, seed=args.seed,
                                   steps=args.steps)
     if args.no_tracking:
@@ -89,9 +93,6 @@ def run_one(config: dict[str, Any], args: argparse.Namespace, algorithm: str,
 def _unshared(path: str, cfg: Any) -> Any:
     """``LocalPolicy`` with prompt sharing off (``share_prompts=False`` in both passes)."""
     import functools
-
-    from vade.models.policy import token_logprobs
-    from vade.train.local.policy import LocalPolicy
 
     policy = LocalPolicy.load(path, cfg)
     policy.engine.share_prompts = False
@@ -143,8 +144,6 @@ def plot_curves(rows: list[dict[str, Any]], path: Path) -> Path:
 
 def print_phases(summary: list[dict[str, Any]]) -> None:
     """Seconds per step by phase, one row per run (medians; see the module docstring)."""
-    from vade.train.local.timing import PHASES
-
     cols = [*PHASES, "step"]
     print(f"\nseconds per step by phase\n{'run':>18} " + " ".join(f"{c[:9]:>9}" for c in cols))
     for s in summary:
@@ -155,8 +154,6 @@ def print_phases(summary: list[dict[str, Any]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     import duckdb
-
-    from vade.config_io import load_config
 
     args = parse_args(argv)
     config = load_config(argparse.Namespace(config=args.config, config_json=None))

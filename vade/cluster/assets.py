@@ -13,6 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vade.data.benchmarks import benchmark_datasets
+from vade.data.sources import TASKS
+from vade.eval.config import EvaluateConfig
+from vade.grid import cells as grid_cells
+from vade.job.config import ClusterConfig
+
 __all__ = ["BENCHMARK_DATASETS", "Asset", "assets_of", "unknown_benchmarks"]
 
 # task -> ((repo, config name or None), ...): lmms-eval 0.7.3's dataset_path / dataset_name
@@ -58,10 +64,6 @@ def _is_local(ref: str) -> bool:
 def assets_of(config: Mapping[str, Any]) -> list[Asset]:
     """The hub assets of a whole config, in a stable order (models, judge, sources,
     benchmarks); revisions from ``cluster.revisions`` (default ``main``)."""
-    from vade.grid import cells as grid_cells
-    from vade.job.config import ClusterConfig
-    from vade.eval.config import EvaluateConfig
-
     revs = ClusterConfig.from_config(config).revisions
     found: dict[str, dict[str, Any]] = {}
 
@@ -87,13 +89,10 @@ def assets_of(config: Mapping[str, Any]) -> list[Asset]:
             add(ev.judge.model, "model", "evaluate")
     data = config.get("data") or {}
     if data.get("kind") == "paper" and (data.get("paper") or {}).get("use_hub"):
-        from vade.data.sources import TASKS
-
         for task in (data["paper"].get("tasks") or {}):
             spec = TASKS[task]
             pattern = f"{spec.config}/*" if spec.config else "data/*"
             add(spec.repo, "dataset", "data", (spec.config,), [pattern, "README.md"])
-        from vade.data.benchmarks import benchmark_datasets  # the no-overlap rule's splits
 
         for repo, name in benchmark_datasets(data["paper"].get("exclude_benchmarks") or ()):
             add(repo, "dataset", "data", (name,))
@@ -108,8 +107,6 @@ def assets_of(config: Mapping[str, Any]) -> list[Asset]:
 
 def unknown_benchmarks(config: Mapping[str, Any]) -> list[str]:
     """Paper benchmark tasks whose hub dataset this module does not know (stage them by hand)."""
-    from vade.eval.config import EvaluateConfig
-
     ev = EvaluateConfig.from_dict(config.get("evaluate") or {})
     if ev.kind != "paper":
         return []

@@ -16,10 +16,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vade.job.config import ClusterConfig
+from vade import methods
+from vade.cluster.memory import DEFAULT_GPU_GIB, check_layout, layout_of
 from vade.cluster.resources import check_gpu_resources, idle_gpus, stage_gpus, used_gpus
+from vade.data.config import data_config_from_mapping
+from vade.eval.config import Benchmark, EvaluateConfig
+from vade.eval.plan import make_plan
 from vade.grid import Cell, run_config
 from vade.grid import cells as grid_cells
+from vade.job.config import ClusterConfig
+from vade.train.config import TrainConfig
 
 __all__ = ["Bill", "Line", "checkpoint_gb", "make_bill", "split_rows"]
 
@@ -127,8 +133,6 @@ def split_rows(config: Mapping[str, Any]) -> tuple[int, int, str]:
     """(train rows, val rows, source): the split ``vade build-data`` makes, computed from the
     config (paper: each task's ``floor(val_fraction * n + 0.5)`` rows to val, as
     ``vade.data.splits.stratified_split`` does)."""
-    from vade.data.config import data_config_from_mapping
-
     # `skip_invalid` is a command-line flag of build-data, not a DataConfig key
     sec = {k: v for k, v in (config.get("data") or {}).items() if k != "skip_invalid"}
     data = data_config_from_mapping({**config, "data": sec})
@@ -176,8 +180,6 @@ def _hours(tokens: float, rate: float, overhead_min: float) -> float:
 
 def _training_line(config: Mapping[str, Any], cell: Cell, val_rows: int,
                    rates: Mapping[str, float], gpus: int) -> Line:
-    from vade.train.config import TrainConfig
-
     t = TrainConfig.from_config(run_config(config, cell), algorithm=cell.algorithm,
                                 method=cell.method, seed=cell.seed)
     per_step = t.batch_size * t.rollouts_per_prompt
@@ -207,10 +209,6 @@ def _training_line(config: Mapping[str, Any], cell: Cell, val_rows: int,
 
 def make_bill(config: Mapping[str, Any]) -> Bill:
     """The bill of a whole config (``check_gpu_resources`` first: a refused layout has none)."""
-    from vade import methods
-    from vade.eval.config import Benchmark, EvaluateConfig
-    from vade.eval.plan import make_plan
-
     check_gpu_resources(config)
     cluster = ClusterConfig.from_config(config)
     keys = ("rollout_tokens_per_s", "update_tokens_per_s", "prompt_tokens", "job_overhead_min")
@@ -256,8 +254,6 @@ def make_bill(config: Mapping[str, Any]) -> Bill:
     res = (config.get("resources") or {}).get("evaluate") or {}
     benches = None
     if ev_cfg.kind == "synthetic":
-        from vade.data.config import data_config_from_mapping
-
         syn = data_config_from_mapping({**config, "data": {
             k: v for k, v in config["data"].items() if k != "skip_invalid"}}).synthetic
         benches = tuple(Benchmark(d, d, "acc", items=syn.eval) for d in syn.domains)
@@ -291,8 +287,6 @@ def make_bill(config: Mapping[str, Any]) -> Bill:
 def _memory_warnings(config: Mapping[str, Any], cells: list[Cell]) -> list[str]:
     """Training layouts that cannot fit an 80 GB GPU (``vade.cluster.memory``; preflight
     checks the job's real GPUs)."""
-    from vade.cluster.memory import DEFAULT_GPU_GIB, check_layout, layout_of
-
     out = []
     for m in dict.fromkeys(c.model for c in cells):
         x = layout_of(config, m)

@@ -26,7 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vade.cluster.models import ModelShape
+from vade.cluster.models import ModelShape, shape_of
+from vade.train.config import TrainConfig
+from vade.train.verl.config import VerlConfig
 
 __all__ = ["DEFAULT_GPU_GIB", "RESERVE_GIB", "Layout", "Phase", "check_layout", "layout_of",
            "phases", "summary"]
@@ -132,9 +134,6 @@ def layout_of(config: Mapping[str, Any], model: str,
               cache_dir: str | None = None) -> Layout | None:
     """The layout of a config's verl training of ``models.<model>``; None when the backend is
     not verl or the model's shape is unknown (``vade.cluster.models``)."""
-    from vade.cluster.models import shape_of
-    from vade.train.verl.config import VerlConfig
-
     train = config.get("train") or {}
     if train.get("backend") != "verl":
         return None
@@ -143,7 +142,6 @@ def layout_of(config: Mapping[str, Any], model: str,
     if shape is None:
         return None
     v = VerlConfig.from_dict(train.get("verl"))
-    from vade.train.config import TrainConfig
 
     response = int(train.get("max_new_tokens", TrainConfig.max_new_tokens))
     return Layout(shape, v.n_gpus, v.ppo_micro_batch_size_per_gpu,

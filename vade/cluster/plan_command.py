@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from vade.cluster.bill import make_bill
 from vade.config_io import add_config_arguments, load_config
 
 __all__ = ["add_arguments", "run"]
@@ -17,8 +18,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vade.cluster.bill import make_bill
-
     config = load_config(args)
     print(make_bill(config).text())
     return 0

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from vade.cluster.assets import Asset, assets_of
-from vade.job.config import ClusterConfig
 from vade.data.writer import file_sha256
+from vade.eval.official import stage
+from vade.job.config import ClusterConfig
 
 __all__ = ["OFFLINE_VARS", "PrefetchError", "cache_records", "check_room", "check_writable",
            "file_records", "hub_bytes", "prefetch", "prepare_dataset"]
@@ -266,7 +267,6 @@ def prefetch(config: Mapping[str, Any], *, download: Callable[..., str] | None =
         log(f"staged {asset.kind} {asset.id}@{e['commit'][:12]}: {len(e['files'])} files, "
             f"{e['bytes'] / 1e9:.3f} GB ({e['origin']})"
             + (f", prepared configs {e['prepared']}" if e["prepared"] else ""))
-    from vade.eval.official import stage  # benchmarks' official prompt files, pinned (GitHub)
 
     official = stage(config, cache, local=cluster.local_assets, log=log)
     manifest = {"cache_dir": str(cache), "assets": entries, "official": official}

@@ -9,6 +9,8 @@ import argparse
 import json
 import os
 
+from vade.cluster.prefetch import OFFLINE_VARS, prefetch
+from vade.cluster.preflight_command import CONFIG_ENV
 from vade.config_io import add_config_arguments, load_config
 
 __all__ = ["add_arguments", "run"]
@@ -19,15 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vade.cluster.preflight_command import CONFIG_ENV
-    from vade.cluster.prefetch import OFFLINE_VARS
-
     config = load_config(args) or json.loads(os.environ.get(CONFIG_ENV) or "{}")
     if not config:
         raise ValueError(f"vade prefetch needs --config, --config-json or ${CONFIG_ENV}")
     for var in OFFLINE_VARS:  # the workflow sets them for the jobs; this one must download
         os.environ.pop(var, None)
-    from vade.cluster.prefetch import prefetch
 
     manifest = prefetch(config)
     total = sum(a["bytes"] for a in manifest["assets"])

@@ -20,8 +20,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from vade.cluster.assets import assets_of
+from vade.cluster.bill import checkpoint_gb, params_of
+from vade.cluster.preflight_cache import check_cache_writable, check_local_datasets
 from vade.cluster.preflight_check import Check
+from vade.cluster.preflight_memory import check_judge_kv, check_training_memory
+from vade.cluster.resources import check_gpu_resources, stage_gpus
+from vade.eval.config import EvaluateConfig
+from vade.grid import cells as grid_cells
+from vade.job.config import ClusterConfig
 from vade.lockfile import pins_for_this_machine
+from vade.train.verl.config import VerlConfig
 
 __all__ = ["STAGES", "Check", "check_assets", "check_disk", "check_gpus", "check_packages",
            "check_profile", "probe_gpus", "run_checks", "stage_env", "stage_packages"]
@@ -66,7 +75,6 @@ def attention(config: Mapping[str, Any]) -> str | None:
     train = config.get("train") or {}
     if train.get("backend") != "verl":
         return None
-    from vade.train.verl.config import VerlConfig
 
     return VerlConfig.from_dict(train.get("verl")).attention
 
@@ -154,9 +162,6 @@ def probe_gpus() -> list[float]:
 def check_gpus(config: Mapping[str, Any], stage: str, gpus: Sequence[float],
                needed: int) -> list[Check]:
     """Enough GPUs for the stage, and each served model's weights inside its memory share."""
-    from vade.cluster.bill import params_of
-    from vade.eval.config import EvaluateConfig
-
     key = f"resources.{stage}.gpu"
     if len(gpus) < needed:
         seen = "no GPU visible (torch.cuda and nvidia-smi)" if not gpus else \
@@ -185,8 +190,6 @@ def check_gpus(config: Mapping[str, Any], stage: str, gpus: Sequence[float],
                                 f"raise {where}.gpu_memory_utilization or "
                                 f"{where}.tensor_parallel_size, or use larger GPUs"))
             if where == "evaluate.judge" and ok:
-                from vade.cluster.preflight_memory import check_judge_kv
-
                 checks.append(check_judge_kv(ev, room - weights))
     return checks
 
@@ -206,9 +209,6 @@ def check_assets(config: Mapping[str, Any], stage: str,
                  environ: Mapping[str, str] | None = None) -> list[Check]:
     """The stage's hub assets in the prefetched cache (manifest entries whose files are there
     at the recorded sizes), and the job's environment pointing offline at that cache."""
-    from vade.cluster.assets import assets_of
-    from vade.job.config import ClusterConfig
-
     env = os.environ if environ is None else environ
     cluster = ClusterConfig.from_config(config)
     cache = Path(cluster.cache_dir)
@@ -255,10 +255,6 @@ def check_disk(config: Mapping[str, Any], stage: str, where: str | Path,
                model: str | None = None,
                free_gb: Callable[[Path], float] | None = None) -> Check:
     """Free disk where the stage writes: a training run's checkpoints plus cluster.min_free_gb."""
-    from vade.cluster.bill import checkpoint_gb
-    from vade.job.config import ClusterConfig
-    from vade.grid import cells as grid_cells
-
     path = Path(where)
     while not path.exists() and path != path.parent:
         path = path.parent
@@ -295,8 +291,6 @@ def run_checks(config: Mapping[str, Any], stage: str, *, gpus: int | None = None
                environ: Mapping[str, str] | None = None,
                free_gb: Callable[[Path], float] | None = None) -> list[Check]:
     """Every check of one stage, cheapest first (the config, then packages, GPUs, assets)."""
-    from vade.cluster.resources import check_gpu_resources, stage_gpus
-
     if stage not in STAGES:
         raise ValueError(f"--stage must be one of {STAGES}, got {stage!r}")
     try:
@@ -316,11 +310,8 @@ def run_checks(config: Mapping[str, Any], stage: str, *, gpus: int | None = None
     if needed:
         checks += check_gpus(config, stage, seen, needed)
     if stage == "train":
-        from vade.cluster.preflight_memory import check_training_memory
-
         checks += check_training_memory(config, model, seen)
     checks += check_assets(config, stage, environ)
-    from vade.cluster.preflight_cache import check_cache_writable, check_local_datasets
 
     writable = check_cache_writable(config, stage)
     if writable is not None:

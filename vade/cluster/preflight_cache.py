@@ -9,7 +9,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from vade.cluster.assets import assets_of
+from vade.cluster.prefetch import PrefetchError, check_writable
 from vade.cluster.preflight_check import Check
+from vade.job.config import ClusterConfig
+from vade.job.scratch import mirror_tree
 
 __all__ = ["check_cache_writable", "check_local_datasets"]
 
@@ -18,10 +22,6 @@ def check_cache_writable(config: Mapping[str, Any], stage: str) -> Check | None:
     """A stage that loads prepared datasets from the cache needs to write there: ``datasets``
     takes a file lock beside each prepared dataset (a read-only cache fails deep inside
     ``load_dataset``)."""
-    from vade.cluster.assets import assets_of
-    from vade.job.config import ClusterConfig
-    from vade.cluster.prefetch import PrefetchError, check_writable
-
     if not any(a.kind == "dataset" and stage in a.stages for a in assets_of(config)):
         return None
     cache = Path(ClusterConfig.from_config(config).cache_dir)
@@ -40,9 +40,6 @@ def check_local_datasets(config: Mapping[str, Any],
                          environ: Mapping[str, str] | None = None) -> list[Check]:
     """Build this node's mirror of the staged datasets (``vade.job.scratch``) where
     ``LMMS_EVAL_DATASETS_CACHE`` points, so that locks stay on local disk."""
-    from vade.job.config import ClusterConfig
-    from vade.job.scratch import mirror_tree
-
     env = os.environ if environ is None else environ
     target = env.get("LMMS_EVAL_DATASETS_CACHE")
     shared = Path(ClusterConfig.from_config(config).cache_dir) / "datasets"

@@ -10,7 +10,9 @@ import argparse
 import json
 import os
 
+from vade.cluster.preflight import STAGES, run_checks
 from vade.config_io import add_config_arguments, load_config
+from vade.job.config import job_env, near_miss_env
 
 __all__ = ["CONFIG_ENV", "add_arguments", "run"]
 
@@ -18,8 +20,6 @@ CONFIG_ENV = "VADE_WORKFLOW_CONFIG"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from vade.cluster.preflight import STAGES
-
     add_config_arguments(parser, required=False)
     parser.add_argument("--stage", required=True, choices=STAGES)
     parser.add_argument("--gpus", type=int, metavar="N",
@@ -34,9 +34,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vade.job.config import job_env, near_miss_env
-    from vade.cluster.preflight import run_checks
-
     config = load_config(args)
     if not config:
         raw = os.environ.get(CONFIG_ENV)

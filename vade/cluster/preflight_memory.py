@@ -9,7 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from vade.cluster.memory import DEFAULT_GPU_GIB, RESERVE_GIB, check_layout, layout_of, summary
+from vade.cluster.models import shape_of
 from vade.cluster.preflight_check import Check
+from vade.eval.judge import JUDGE_MAX_MODEL_LEN, judge_context_tokens
+from vade.grid import cells as grid_cells
+from vade.job.config import ClusterConfig
 
 __all__ = ["check_judge_kv", "check_training_memory"]
 
@@ -18,10 +23,6 @@ def check_training_memory(config: Mapping[str, Any], model: str | None,
                           gpus: Sequence[float]) -> list[Check]:
     """The verl layout's memory per GPU and phase (``vade.cluster.memory``) against the
     smallest GPU seen (an 80 GB one when none is)."""
-    from vade.job.config import ClusterConfig
-    from vade.cluster.memory import DEFAULT_GPU_GIB, check_layout, layout_of, summary
-    from vade.grid import cells as grid_cells
-
     gib = min(gpus) if gpus else DEFAULT_GPU_GIB
     cache = ClusterConfig.from_config(config).cache_dir
     models = [model] if model else list(dict.fromkeys(c.model for c in grid_cells(config)))
@@ -41,10 +42,6 @@ def check_judge_kv(ev: Any, free_gib: float) -> Check:
     """Room in the judge's share, after its weights, for the KV cache of one whole request at
     the context it is served with (vLLM refuses to start without it), and that context against
     what a request needs (``vade.eval.judge``)."""
-    from vade.cluster.memory import RESERVE_GIB
-    from vade.cluster.models import shape_of
-    from vade.eval.judge import JUDGE_MAX_MODEL_LEN, judge_context_tokens
-
     context = JUDGE_MAX_MODEL_LEN
     args = list(ev.judge.extra_args)
     for i, a in enumerate(args):

@@ -11,6 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vade.cluster.models import shape_of
+from vade.eval.config import EvaluateConfig
+from vade.grid import cells as grid_cells
+from vade.train.verl.config import VerlConfig
+
 __all__ = ["check_gpu_resources", "idle_gpus", "stage_gpus", "used_gpus"]
 
 
@@ -27,8 +32,6 @@ def _need(errors: list[str], stage: str, have: int, need: int, key: str, why: st
 
 def check_gpu_resources(config: Mapping[str, Any]) -> None:
     """Raise ValueError naming every ``resources.<stage>.gpu`` below what its stage uses."""
-    from vade.eval.config import EvaluateConfig
-
     errors: list[str] = []
     ev = EvaluateConfig.from_dict(config.get("evaluate") or {})
     gpus = stage_gpus(config, "evaluate")
@@ -40,8 +43,6 @@ def check_gpu_resources(config: Mapping[str, Any]) -> None:
               "evaluate.judge.tensor_parallel_size", "the judge is served inside each job")
     train = config.get("train") or {}
     if train.get("backend") == "verl":
-        from vade.train.verl.config import VerlConfig
-
         verl = VerlConfig.from_dict(train.get("verl"))
         if verl.nnodes != 1:
             errors.append(f"train.verl.nnodes = {verl.nnodes}: a training job is one node "
@@ -67,9 +68,6 @@ def check_gpu_resources(config: Mapping[str, Any]) -> None:
 def _head_errors(config: Mapping[str, Any], ev: Any) -> list[str]:
     """Tensor-parallel sizes that do not split a model's attention heads (vLLM refuses them when
     the engine starts, after the weights were read)."""
-    from vade.cluster.models import shape_of
-    from vade.grid import cells as grid_cells
-
     models = config.get("models") or {}
     trained = [str((models.get(m) or {}).get("name_or_path", ""))
                for m in dict.fromkeys(c.model for c in grid_cells(config))]
@@ -99,8 +97,6 @@ def _head_errors(config: Mapping[str, Any], ev: Any) -> list[str]:
 
 def used_gpus(config: Mapping[str, Any], stage: str) -> int:
     """GPUs a stage's engines occupy, whatever ``resources.<stage>.gpu`` asks for."""
-    from vade.eval.config import EvaluateConfig
-
     have = stage_gpus(config, stage)
     if stage == "difficulty":
         diff = config.get("difficulty") or {}
@@ -112,7 +108,6 @@ def used_gpus(config: Mapping[str, Any], stage: str) -> int:
         train = config.get("train") or {}
         if train.get("backend") != "verl":
             return 0
-        from vade.train.verl.config import VerlConfig
 
         return min(have, VerlConfig.from_dict(train.get("verl")).n_gpus_per_node)
     ev = EvaluateConfig.from_dict(config.get("evaluate") or {})

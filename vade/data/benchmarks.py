@@ -20,6 +20,7 @@ from typing import Any
 from vade.data.items import InvalidRow, check_image
 from vade.data.overlap import KeySet, question_key
 from vade.data.sources import SourceSpec
+from vade.data.sources.loading import load_source
 
 __all__ = ["BENCHMARK_SPLITS", "benchmark_datasets", "benchmark_keys"]
 
@@ -60,8 +61,6 @@ def benchmark_keys(names: Sequence[str], *, local_dir: str | None, cache_dir: st
     """The keys of every named split and, per split, what was read (rows, images, questions,
     images that failed to decode, short questions left out) and its provenance. ``check``
     sees each opened copy's provenance before any row is read (the pin check)."""
-    from vade.data.sources.loading import load_source
-
     keys = KeySet()
     report: dict[str, dict[str, Any]] = {}
     for name in names:

@@ -11,6 +11,10 @@ import time
 from typing import Any
 
 from vade.config_io import add_config_arguments, load_config
+from vade.data.config import data_config_from_mapping
+from vade.data.paper import build_paper
+from vade.data.probe import format_probe, probe_sources
+from vade.data.synthetic import build_synthetic
 
 __all__ = ["add_arguments", "run"]
 
@@ -32,8 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vade.data.config import data_config_from_mapping
-
     cfg = data_config_from_mapping(load_config(args))
     if args.probe is not None:
         return _probe(cfg, args)
@@ -41,12 +43,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("vade build-data needs --out DIR (or --probe N)")
     start = time.perf_counter()
     if cfg.kind == "synthetic":
-        from vade.data.synthetic import build_synthetic
-
         manifest = build_synthetic(cfg, args.out, progress=not args.no_progress)
     else:
-        from vade.data.paper import build_paper
-
         manifest = build_paper(cfg, args.out, skip_invalid=args.skip_invalid,
                                progress=not args.no_progress)
     seconds = time.perf_counter() - start
@@ -59,8 +57,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _probe(cfg: Any, args: argparse.Namespace) -> int:
     import json
-
-    from vade.data.probe import format_probe, probe_sources
 
     if cfg.kind != "paper":
         raise ValueError("vade build-data --probe reads the paper's sources: data.kind must be "

@@ -13,6 +13,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from vade.checks import check_bool, check_float, check_int, reject_unknown
+from vade.config_io import section
+from vade.data.benchmarks import BENCHMARK_SPLITS
+from vade.data.sources import TASKS
+from vade.job.config import ClusterConfig
 
 __all__ = [
     "CHART_STYLES",
@@ -116,9 +120,6 @@ class PaperConfig:
     revisions: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from vade.data.benchmarks import BENCHMARK_SPLITS
-        from vade.data.sources import TASKS
-
         w = "data.paper"
         if not isinstance(self.tasks, Mapping) or not self.tasks:
             raise ValueError(f"config key '{w}.tasks' is required: a mapping task -> row count "
@@ -198,8 +199,6 @@ def _sub(values: Any, cls: type, where: str, convert: dict[str, Any] | None = No
 
 def data_config_from_mapping(config: Mapping[str, Any]) -> DataConfig:
     """The whole config (``seed`` + ``data`` section) -> validated ``DataConfig``."""
-    from vade.config_io import section
-
     data = section(config, "data")
     allowed = {"kind", "prompt_template", "val_fraction", "synthetic", "paper"}
     reject_unknown(data, allowed, "data")
@@ -215,7 +214,6 @@ def data_config_from_mapping(config: Mapping[str, Any]) -> DataConfig:
             if "revisions" in paper:
                 raise ValueError("unknown key 'data.paper.revisions': pin hub revisions in "
                                  "cluster.revisions (asset id -> commit)")
-            from vade.job.config import ClusterConfig
 
             paper["revisions"] = dict(ClusterConfig.from_config(config).revisions)
         kwargs["paper"] = _sub(paper, PaperConfig, "data.paper",

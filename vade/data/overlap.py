@@ -35,6 +35,7 @@ from pathlib import Path
 
 from vade.data.items import Item, check_image, image_hash, normalise_question
 from vade.data.phash import DHashIndex, dhash, hamming
+from vade.data.sources.answers import strip_instructions
 
 __all__ = ["MAX_QUESTION_PICTURES", "MIN_QUESTION_WORDS", "Exclusion", "KeySet", "Match", "keys_from_files",
            "question_key", "write_exclusion_list"]
@@ -48,8 +49,6 @@ _QUESTION_PREFIX = re.compile(r"(?i)^\s*question\s*[:：]\s*")
 
 def question_key(text: str) -> str | None:
     """The normalised stem of a question, or None when it is too short to identify one problem."""
-    from vade.data.sources.answers import strip_instructions
-
     stem = strip_instructions(text)
     m = _OPTIONS_START.search(stem)
     if m:

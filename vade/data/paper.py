@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vade.data.benchmarks import benchmark_keys
 from vade.data.config import DataConfig, PaperConfig
 from vade.data.items import Item
 from vade.data.overlap import Exclusion, KeySet, keys_from_files
@@ -30,6 +31,7 @@ from vade.data.sources import TASKS, SourceSpec
 from vade.data.sources.loading import load_source
 from vade.data.splits import rng_for, stratified_split
 from vade.data.writer import SplitFile, write_dataset
+from vade.provenance import code_version
 
 __all__ = ["build_exclusion", "build_paper", "collect_task"]
 
@@ -78,8 +80,6 @@ def build_exclusion(paper: PaperConfig, progress: bool = True
     """The exclusion keys of the configured files and benchmark splits, and what was read."""
     from tqdm import tqdm
 
-    from vade.data.benchmarks import benchmark_keys
-
     keys = KeySet()
     keys.update(keys_from_files(paper.exclude))
     report: dict[str, Any] = {}
@@ -108,8 +108,6 @@ def build_paper(cfg: DataConfig, out_dir: str | Path, *, skip_invalid: bool = Fa
     """Build train/val parquet + manifest + catalog + exclusion keys into ``out_dir``.
 
     ``skip_invalid`` accepts any parse rate (rows are always dropped and counted)."""
-    from vade.provenance import code_version
-
     paper = cfg.paper
     assert paper is not None
     tasks = [t for t in sorted(paper.tasks) if paper.tasks[t]]

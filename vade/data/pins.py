@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from vade.data.benchmarks import benchmark_datasets
 from vade.data.config import PaperConfig
 from vade.data.sources import SourceSpec
 
@@ -27,8 +28,6 @@ _HOW = ("find a commit with `python -c \"from huggingface_hub import HfApi; "
 
 def pinned_repos(paper: PaperConfig, specs: Iterable[SourceSpec]) -> list[str]:
     """Every dataset repository the build reads: the sources', then the benchmarks'."""
-    from vade.data.benchmarks import benchmark_datasets
-
     repos = [s.repo for s in specs]
     repos += [repo for repo, _ in benchmark_datasets(paper.exclude_benchmarks)]
     return list(dict.fromkeys(repos))

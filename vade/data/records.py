@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vade.data.parquet_read import read_table
+
 __all__ = ["ANSWER_TYPES", "IMAGE_TOKEN", "Example", "check_example", "example_from_row",
            "read_examples"]
 
@@ -105,8 +107,6 @@ def check_example(example: Example) -> None:
 def read_examples(path: str | Path, *, check: bool = True) -> list[Example]:
     """All rows of one verl parquet file, in file order, each checked (``check_example``;
     module doc) unless ``check`` is False. Errors name the file."""
-    from vade.data.parquet_read import read_table
-
     out = []
     for pos, row in enumerate(read_table(path).to_pylist()):
         try:

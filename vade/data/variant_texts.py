@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vade.data.records import read_examples
+
 __all__ = ["PROMPT_VERSION", "Endpoint", "add_arguments", "build_variant_texts", "parse_steps",
            "run"]
 
@@ -116,8 +118,6 @@ def build_variant_texts(train: Path, out: Path, endpoint: Endpoint, *, limit: in
     import pyarrow as pa
     import pyarrow.parquet as pq
     from tqdm import tqdm
-
-    from vade.data.records import read_examples
 
     examples = read_examples(train)[:limit]
     cache_path = out.with_name(out.stem + ".cache.jsonl")

@@ -20,6 +20,9 @@ import numpy as np
 
 from vade.data.items import Item
 from vade.data.records import IMAGE_TOKEN, Example, example_from_row
+from vade.data.synthetic.variants import make_variant
+from vade.data.writer import verl_row
+from vade.diva import plan_variant
 
 __all__ = ["SUPPORTED_TASKS", "item_from_example", "read_variant_texts", "variant_example",
            "variant_row"]
@@ -59,9 +62,6 @@ def variant_row(ex: Example, offset: int, level: int, rng: np.random.Generator,
         raise ValueError(f"row index={ex.index}: task {ex.task!r} has no variant builder and no "
                          f"offline variant texts (run `vade build-variants` for the paper's "
                          f"data; built-in variants exist for {', '.join(SUPPORTED_TASKS)})")
-    from vade.data.synthetic.variants import make_variant
-    from vade.data.writer import verl_row
-    from vade.diva import plan_variant
 
     extra: dict[str, Any] = {}
     if ex.task not in SUPPORTED_TASKS:

@@ -23,6 +23,7 @@ from typing import Any
 
 from vade.data.items import Item
 from vade.data.records import IMAGE_TOKEN
+from vade.store.file_format import connect_for_writing
 
 __all__ = ["SplitFile", "file_sha256", "verl_row", "verl_schema", "write_dataset"]
 
@@ -105,8 +106,6 @@ def _write_parquet(path: Path, rows: list[dict[str, Any]], with_difficulty: bool
 
 def _write_catalog(path: Path, records: list[dict[str, Any]], with_difficulty: bool) -> None:
     import pyarrow as pa
-
-    from vade.store.file_format import connect_for_writing
 
     cols = ["sample_id", "uid", "task", "domain", "split", "answer_type"]
     if with_difficulty:

@@ -28,7 +28,17 @@ import tempfile
 from pathlib import Path
 
 from vade.config_io import add_config_arguments, load_config, section
+from vade.eval import judge as judge_mod
+from vade.eval import runner
+from vade.eval.config import EvaluateConfig
+from vade.eval.plan import make_plan
+from vade.eval.preload import preload_tasks
+from vade.eval.runner import MODEL, VLLM_MODEL, target_for
 from vade.eval.store import merge_repeats, write_eval_results
+from vade.eval.taskgen import SHIPPED_TASKS, local_benchmarks, write_local_tasks
+from vade.eval.watchdog import WatchdogConfig, watching
+from vade.provenance import code_version
+from vade.tracking import Tracker, TrackingConfig
 
 __all__ = ["add_arguments", "run"]
 
@@ -62,9 +72,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _log_mlflow(config: dict, target, rows, averages: dict[str, float],
                 k: int) -> None:
-    from vade.provenance import code_version
-    from vade.tracking import Tracker, TrackingConfig
-
     tracking = TrackingConfig.from_dict(section(config, "tracking", required=False))
     if not tracking.enabled:
         return
@@ -91,8 +98,6 @@ def _log_mlflow(config: dict, target, rows, averages: dict[str, float],
 
 
 def _plan(args: argparse.Namespace, config: dict, cfg, benchmarks=None):
-    from vade.eval.plan import make_plan
-
     res = (config.get("resources") or {}).get("evaluate") or {}
     runtime = args.runtime_min if args.runtime_min is not None else res.get("runtime")
     gpus = args.gpus if args.gpus is not None else int(res.get("gpu") or 1)
@@ -166,9 +171,6 @@ def _preload(cfg, benchmarks, include, defaults):
     the evaluation reuses it."""
     from lmms_eval.tasks import TaskManager
 
-    from vade.eval.preload import preload_tasks
-    from vade.eval.runner import MODEL, VLLM_MODEL
-
     manager = TaskManager("WARNING", include_path=list(include) or None,
                           include_defaults=defaults,
                           model_name=VLLM_MODEL if cfg.policy.engine == "vllm" else MODEL)
@@ -178,12 +180,6 @@ def _preload(cfg, benchmarks, include, defaults):
 
 
 def run(args: argparse.Namespace) -> int:
-    from vade.eval import judge as judge_mod
-    from vade.eval.watchdog import WatchdogConfig, watching
-    from vade.eval.config import EvaluateConfig
-    from vade.eval.runner import evaluate_checkpoint, target_for
-    from vade.eval.taskgen import SHIPPED_TASKS, local_benchmarks, write_local_tasks
-
     config = load_config(args)
     cfg = EvaluateConfig.from_dict(section(config, "evaluate", required=False))
     if args.plan:
@@ -243,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
             if args.samples_log:
                 Path(args.samples_log).parent.mkdir(parents=True, exist_ok=True)
                 Path(args.samples_log).unlink(missing_ok=True)  # a rerun starts it afresh
-            rows = evaluate_checkpoint(cfg, target, benchmarks, include, defaults, repeats,
+            rows = runner.evaluate_checkpoint(cfg, target, benchmarks, include, defaults, repeats,
                                        after_repeat=dog.after_repeat,
                                        samples_log=args.samples_log, manager=manager)
     return _report(args, config, cfg, target, rows)

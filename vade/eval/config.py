@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from vade.checks import check_bool, check_float, check_int, reject_unknown
+from vade.eval.watchdog_config import WatchdogConfig
 
 __all__ = ["MATHVERSE_SUBSETS", "MATHVISION_VARIANTS", "PAPER_BENCHMARKS", "Benchmark", "Companion",
            "EvaluateConfig", "JudgeConfig", "PlanConfig", "PolicyConfig", "paper_benchmarks"]
@@ -189,7 +190,6 @@ class JudgeConfig:
         if "max_error_fraction" in v:
             v["max_error_fraction"] = check_float("evaluate.judge.max_error_fraction",
                                                   v["max_error_fraction"], 0.0, 1.0)
-        from vade.eval.watchdog_config import WatchdogConfig
 
         v["watchdog"] = WatchdogConfig.from_dict(v.get("watchdog"))
         for key in ("extra_args", "command"):

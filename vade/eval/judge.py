@@ -37,6 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from vade.eval.config import JudgeConfig
+from vade.eval.judge_client import STATS
 
 __all__ = ["JUDGE_MAX_MODEL_LEN", "JUDGE_TEMPLATE_TOKENS", "JudgeHandle", "JudgeRelay", "for_job",
            "judge_context_tokens", "judge_env", "running_judge", "serve",
@@ -293,8 +294,6 @@ class JudgeHandle:
                                f"scores written{where}") from None
         relay = self.relay
         if relay is not None and relay.calls:
-            from vade.eval.judge_client import STATS  # replies that were no clean verdict
-
             failures = relay.failures + STATS.malformed
             frac = failures / relay.calls
             last = relay.last_error or f"not a verdict: {STATS.last_malformed!r}"
@@ -324,8 +323,7 @@ def running_judge(cfg: JudgeConfig, log_path: str | Path | None = None,
         wait_ready(upstream["OPENAI_API_URL"], cfg.served_name, timeout_s=cfg.ready_timeout_s,
                    api_key=upstream["OPENAI_API_KEY"], proc=proc)
         relay = JudgeRelay(upstream["OPENAI_API_URL"])
-        from vade.eval.judge_client import STATS  # this judge's malformed verdicts start at 0
-        STATS.reset()
+        STATS.reset()  # this judge's malformed verdicts start at 0
         env = {**upstream, "OPENAI_API_URL": relay.url}
         os.environ.update(env)
         yield JudgeHandle(cfg, env, proc, relay, log_path)

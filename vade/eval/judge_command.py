@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 
 from vade.config_io import add_config_arguments, load_config, section
+from vade.eval import judge
+from vade.eval.config import EvaluateConfig
 
 __all__ = ["add_arguments", "run"]
 
@@ -31,9 +33,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vade.eval import judge
-    from vade.eval.config import EvaluateConfig
-
     cfg = EvaluateConfig.from_dict(section(load_config(args), "evaluate", required=False)).judge
     if cfg.mode == "serve" and cfg.port is None:
         raise ValueError("vade judge serve needs evaluate.judge.port: the fixed address that "

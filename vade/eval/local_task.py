@@ -13,6 +13,8 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from vade import rewards
+
 __all__ = ["doc_to_target", "doc_to_text", "doc_to_visual", "process_results"]
 
 IMAGE_TOKEN = "<image>"
@@ -59,9 +61,7 @@ def doc_to_target(doc: dict[str, Any]) -> str:
 
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float]:
     """``acc`` = the training reward's correctness (0/1) of the single generated response."""
-    from vade.rewards import compute_score
-
     info = dict(doc.get("extra_info") or {})
-    scored = compute_score(doc["data_source"], results[0] if results else "", doc_to_target(doc),
-                           info)
+    scored = rewards.compute_score(doc["data_source"], results[0] if results else "",
+                                   doc_to_target(doc), info)
     return {"acc": float(scored["acc"])}

@@ -17,14 +17,14 @@ MathVision's judge variant (``vade.eval.mathvision``) uses the same two steps.
 
 from __future__ import annotations
 
+from vade.eval.judge_client import JudgeError, chat, verdict
+from vade.eval.official import mathverse_extract_prompt, mathverse_match_prompt, trunk_response
+
 __all__ = ["extract", "match", "score_response"]
 
 
 def extract(response: str) -> str:
     """Step 1; "" when the judge cannot be reached (counted by the relay)."""
-    from vade.eval.judge_client import JudgeError, chat
-    from vade.eval.official import mathverse_extract_prompt, trunk_response
-
     try:
         reply = chat(mathverse_extract_prompt(trunk_response(response)))
     except JudgeError:
@@ -34,9 +34,6 @@ def extract(response: str) -> str:
 
 def match(question: str, answer: str, extraction: str) -> int | None:
     """Step 2: 1 consistent, 0 not, None a judge error (see ``judge_client.verdict``)."""
-    from vade.eval.judge_client import verdict
-    from vade.eval.official import mathverse_match_prompt
-
     return verdict(mathverse_match_prompt(question, answer, extraction))
 
 

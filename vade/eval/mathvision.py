@@ -24,6 +24,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from vade.eval.mathverse import score_response
+from vade.eval.official import lmms_eval_task_file
 from vade.eval.pyvalue import Number, python_value
 
 __all__ = ["VARIANTS", "clean_answer", "cut_answer", "judge_question", "rule_answer",
@@ -69,8 +71,6 @@ def clean_answer(answer: str) -> str:
     """The official cleaning: lmms-eval's copy of MATH-V's ``find_math_answer`` (identical to
     ``evaluation/utils.py`` but for bare ``except:`` clauses), then ``evaluate.py``'s letter and
     punctuation fixes."""
-    from vade.eval.official import lmms_eval_task_file
-
     s = lmms_eval_task_file("mathvision/eval_utils.py").find_math_answer(answer)
     for c in "abcde":
         s = s.replace(f"({c})", c)
@@ -158,6 +158,4 @@ def judge_question(doc: dict[str, Any]) -> str:
 
 
 def score_judge(doc: dict[str, Any], response: str) -> dict[str, object]:
-    from vade.eval.mathverse import score_response
-
     return score_response(judge_question(doc), str(doc["answer"]), response)

@@ -24,6 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from vade.eval.judge_client import JudgeError, chat
+from vade.eval.official import mathvista_extract_prompt
+
 __all__ = ["extract", "is_correct", "normalize", "quick_extract",
            "score_doc"]
 
@@ -46,9 +49,6 @@ def quick_extract(response: str, question_type: str, answer_type: str,
 
 def extract(response: str, doc: dict[str, Any]) -> str:
     """Step 1 (see module doc); the judge is asked only when the quick path finds nothing."""
-    from vade.eval.judge_client import JudgeError, chat
-    from vade.eval.official import mathvista_extract_prompt
-
     response = response.strip()
     quick = quick_extract(response, doc["question_type"], doc["answer_type"],
                           doc.get("choices") or [])

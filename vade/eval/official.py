@@ -34,6 +34,7 @@ from types import ModuleType
 from typing import Any
 
 from vade.data.writer import file_sha256
+from vade.eval.config import EvaluateConfig
 
 __all__ = ["PINNED", "OfficialFile", "lmms_eval_task_file", "mathverse_extract_prompt",
            "mathverse_match_prompt", "mathvista_extract_prompt", "official_root", "official_text", "stage",
@@ -117,8 +118,6 @@ def stage(config: Mapping[str, Any], cache_dir: str | Path, *, local: str | None
     (``local``: ``cluster.local_assets``, holding ``<owner>/<name>/<path>``). A file that
     cannot be fetched is logged and recorded as missing; the task that needs it refuses to
     score, naming it, so nothing is scored with another prompt."""
-    from vade.eval.config import EvaluateConfig
-
     ev = EvaluateConfig.from_dict(config.get("evaluate") or {})
     tasks = {t for b in ev.benchmarks for t in b.tasks} if ev.kind == "paper" else set()
     root = Path(cache_dir) / "official"

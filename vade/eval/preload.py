@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vade.eval.config import Benchmark
+from vade.eval.official import NEEDED_BY, official_text
 
 __all__ = ["preload_tasks"]
 
@@ -34,8 +35,6 @@ def preload_tasks(benchmarks: Sequence[Benchmark], manager: Any) -> dict[str, in
     """Items per benchmark (all its tasks' evaluation docs); ValueError naming the benchmark
     when its task is unknown to ``manager``, its dataset does not load, or it has no item."""
     from lmms_eval.tasks import get_task_dict
-
-    from vade.eval.official import NEEDED_BY, official_text
 
     counts: dict[str, int] = {}
     for i, bench in enumerate(benchmarks):

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from vade.eval.config import Benchmark, EvaluateConfig
+from vade.eval.pixels import limits_env
 from vade.eval.store import EvalRow
+from vade.grid import parse_run_id
 
 __all__ = ["Target", "benchmark_score", "command_line", "evaluate_checkpoint", "gen_kwargs",
            "lmms_eval_call", "pixels_for", "policy_model", "target_for"]
@@ -44,8 +46,6 @@ class Target:
 
 def target_for(run_id: str, checkpoint: str) -> Target:
     """Parse ``<model>-<algorithm>-<method>-s<seed>`` or ``<model>-base``."""
-    from vade.grid import parse_run_id
-
     key = parse_run_id(run_id)
     return Target(run_id, key.model, key.algorithm or None, key.method,
                   None if key.seed < 0 else key.seed, checkpoint)
@@ -225,8 +225,6 @@ def evaluate_checkpoint(cfg: EvaluateConfig, target: Target, benchmarks: Sequenc
     from lmms_eval.evaluator import simple_evaluate
     from lmms_eval.tasks import TaskManager
     from tqdm import tqdm
-
-    from vade.eval.pixels import limits_env
 
     model = VLLM_MODEL if cfg.policy.engine == "vllm" else MODEL
     manager = manager or TaskManager("WARNING", include_path=list(include_path) or None,

@@ -21,6 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from vade.eval.mathvision import rule_correct
+from vade.eval.mathvista import is_correct, normalize
+
 __all__ = ["DIFFERENCES", "SCORERS", "Difference", "official_verdict"]
 
 SCORERS: dict[str, str] = {
@@ -85,14 +88,10 @@ DIFFERENCES: tuple[Difference, ...] = (
 def official_verdict(d: Difference) -> float:
     """The evaluation's verdict on ``d``'s case, by the benchmark's own (rule) scorer."""
     if d.benchmark == "MathVista":
-        from vade.eval.mathvista import is_correct, normalize
-
         item = d.item
         prediction = normalize(d.answer, item["question_type"], item["answer_type"],
                                item["choices"], item["precision"])
         return float(is_correct(prediction, d.gold))
     if d.benchmark == "MathVision":
-        from vade.eval.mathvision import rule_correct
-
         return float(rule_correct(rf"\boxed{{{d.answer}}}", d.gold, d.item.get("options", [])))
     raise ValueError(f"no rule-based scorer for {d.benchmark} (its judge decides)")

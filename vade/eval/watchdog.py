@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from vade.eval.judge import wait_ready
 from vade.eval.watchdog_config import WatchdogConfig
 
 __all__ = ["JudgeWatchdog", "JudgeWatchdogError", "WatchdogConfig", "bounded_retries",
@@ -122,8 +123,6 @@ class JudgeWatchdog:
         return None
 
     def _alive(self) -> str | None:
-        from vade.eval.judge import wait_ready
-
         proc = self.handle.proc
         if proc is not None and proc.poll() is not None:
             return f"judge server exited with status {proc.returncode}"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from vade.checks import check_bool, check_float, reject_unknown
+from vade.job.scratch import local_datasets_cache
 
 __all__ = ["PLAN_DEFAULTS", "READ_VARS", "ClusterConfig", "PlanAssumptions", "job_env",
            "near_miss_env", "overridden"]
@@ -108,8 +109,6 @@ def job_env(config: Mapping[str, Any]) -> dict[str, str]:
     locks on local disk, data read from the cache). Empty for a config with no GPU stage (the
     CPU demo) or with ``offline: false``."""
     from pathlib import Path
-
-    from vade.job.scratch import local_datasets_cache
 
     cluster = ClusterConfig.from_config(config)
     resources = config.get("resources") or {}

@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from vade.data.records import read_examples
+from vade.data.splits import rng_for
+from vade.data.variants import variant_example
+from vade.models.cache import build_key, cached
 from vade.models.config import ModelConfig
+from vade.models.hf_engine import HFEngine
+from vade.models.tiny import build_tiny, corpus_from_examples
+from vade.models.warmstart import gold_response_prob, split_heldout, warm_start
+from vade.rewards import score_batch
 
 if TYPE_CHECKING:  # pragma: no cover
     from vade.data.records import Example
@@ -70,10 +78,6 @@ def heldout_metrics(model: Any, processor: Any, examples: list, *, seed: int, n:
                     max_new_tokens: int = 16) -> dict[str, Any]:
     """Expected accuracy at temperature 1 (mean over n samples; overall and per task), pass@n
     histogram, format rate."""
-    from vade.models.warmstart import gold_response_prob
-    from vade.rewards import score_batch
-    from vade.models.hf_engine import HFEngine
-
     if not examples:
         return {}
     ro = HFEngine(model, processor, batch_size=256).generate(
@@ -100,9 +104,6 @@ def with_variants(examples: list, train_pos: np.ndarray, fraction: float, seed: 
     """``examples`` with ``fraction`` of the training positions replaced by a DIVA variant of the
     row (offset uniform over -8..8); held-out rows stay originals, so the held-out accuracy keeps
     meaning what it meant."""
-    from vade.data.splits import rng_for
-    from vade.data.variants import variant_example
-
     chosen = rng_for(seed, "warmstart-variants").permutation(np.asarray(train_pos))
     out = list(examples)
     for pos in chosen[:round(fraction * len(chosen))]:
@@ -138,7 +139,6 @@ def build_base_model(cfg: ModelConfig, seed: int, out: str | Path,
 
     if warmstart is None:
         raise ValueError("model.kind 'tiny' needs --warmstart data/<name>/warmstart.parquet")
-    from vade.data.records import read_examples
 
     examples = read_examples(warmstart)
     if len(examples) < 2:
@@ -146,7 +146,6 @@ def build_base_model(cfg: ModelConfig, seed: int, out: str | Path,
                          f"{len(examples)}")
     if cache is None:
         return _build_tiny(cfg, seed, out, examples, meta, progress)
-    from vade.models.cache import build_key, cached
 
     return cached(cache, build_key(cfg.to_dict(), int(seed), examples), out,
                   (META_FILE, DONE_FILE), lambda: _build_tiny(cfg, seed, out, examples, meta,
@@ -156,9 +155,6 @@ def build_base_model(cfg: ModelConfig, seed: int, out: str | Path,
 def _build_tiny(cfg: ModelConfig, seed: int, out: Path, examples: list[Example],
                 meta: dict[str, Any], progress: bool) -> dict[str, Any]:
     import torch
-
-    from vade.models.tiny import build_tiny, corpus_from_examples
-    from vade.models.warmstart import split_heldout, warm_start
 
     if cfg.threads:
         torch.set_num_threads(cfg.threads)

@@ -14,6 +14,8 @@ import json
 
 from vade.checks import check_int
 from vade.config_io import add_config_arguments, load_config, section
+from vade.models.build import build_base_model
+from vade.models.config import model_config_from_section
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,8 +35,6 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from vade.models.build import build_base_model
-    from vade.models.config import model_config_from_section
 
     config = load_config(args)
     cfg = model_config_from_section(section(config, "model"))

@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from vade.models.policy import (
+    Policy,
+    PromptInputs,
+    encode_prompts,
+    response_mask_from_ids,
+    suppressed_token_ids,
+)
 from vade.models.rollouts import Rollouts
+from vade.models.shared_prompt import sample_shared
 
 if TYPE_CHECKING:  # pragma: no cover
     from vade.data.records import Example
@@ -41,8 +49,6 @@ class HFEngine:
 
     def __init__(self, model: Any, processor: Any = None, *, batch_size: int = 64,
                  share_prompts: bool = True) -> None:
-        from vade.models.policy import Policy
-
         if processor is None:  # HFEngine(policy): a Policy (or anything with .model/.processor)
             model, processor = model.model, model.processor
         if batch_size < 1:
@@ -59,14 +65,6 @@ class HFEngine:
                  max_new_tokens: int = 16, seed: int = 0, progress: Any = None) -> Rollouts:
         """``n`` sampled responses per example, grouped; ``progress`` gets ``update(k)`` per chunk."""
         import torch
-
-        from vade.models.policy import (
-            PromptInputs,
-            encode_prompts,
-            response_mask_from_ids,
-            suppressed_token_ids,
-        )
-        from vade.models.shared_prompt import sample_shared
 
         if n < 1:
             raise ValueError(f"HFEngine.generate: n must be >= 1, got {n}")

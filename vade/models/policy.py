@@ -38,6 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from vade.data.records import IMAGE_TOKEN
+from vade.models.shared_prompt import shared_prompt_logits
+
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
@@ -188,8 +191,6 @@ class PromptInputs:
 
 def chat_messages(messages: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
     """verl's ``<image>`` markers -> Qwen content parts ({type: image} / {type: text})."""
-    from vade.data.records import IMAGE_TOKEN
-
     out = []
     for m in messages:
         parts: list[dict[str, Any]] = []
@@ -204,8 +205,6 @@ def chat_messages(messages: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
 
 def _decode_images(example: Example) -> list[Any]:
     from PIL import Image
-
-    from vade.data.records import IMAGE_TOKEN
 
     markers = sum(m["content"].count(IMAGE_TOKEN) for m in example.messages)
     if markers != len(example.images):
@@ -297,8 +296,6 @@ def token_logprobs(model: Any, prompt_inputs: PromptInputs, response_ids: torch.
     runs every row's full sequence, the reference the shared pass is tested against.
     """
     import torch
-
-    from vade.models.shared_prompt import shared_prompt_logits
 
     n, length = response_ids.shape
     if n != len(prompt_inputs) or response_mask.shape != response_ids.shape:

@@ -14,6 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from vade.data.records import Example, example_from_row
+from vade.models.config import TinyArchConfig
+from vade.models.policy import Policy
+from vade.models.tiny import build_tiny, corpus_from_examples
 
 __all__ = ["BAR_QUESTION", "bar_examples", "bar_rows", "write_rows"]
 
@@ -81,8 +84,6 @@ def write_rows(path: str | Path, rows: list[dict]) -> Path:
 def smallest_arch():
     """The smallest architecture that still runs every code path (window attention, merger,
     GQA, 3-D mrope): for tests, where speed matters more than learning."""
-    from vade.models.config import TinyArchConfig
-
     return TinyArchConfig(hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
                           intermediate_size=64, mrope_section=(2, 3, 3), vision_hidden_size=32,
                           vision_depth=2, vision_heads=2, vision_intermediate_size=64,
@@ -91,8 +92,5 @@ def smallest_arch():
 
 def tiny_policy(examples: list[Example], seed: int = 0, arch=None):
     """A random-weight ``Policy`` over the smallest architecture, tokenizer trained on examples."""
-    from vade.models.policy import Policy
-    from vade.models.tiny import build_tiny, corpus_from_examples
-
     model, processor = build_tiny(corpus_from_examples(examples), arch or smallest_arch(), seed)
     return Policy(model, processor)

@@ -18,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from vade.data.records import IMAGE_TOKEN
 from vade.models.config import TinyArchConfig
+from vade.models.tokenizer import CHAT_TEMPLATE, train_tokenizer
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor
@@ -28,8 +30,6 @@ __all__ = ["build_model", "build_processor", "build_tiny", "corpus_from_examples
 
 def corpus_from_examples(examples: Iterable) -> list[str]:
     """Text the tokenizer is trained on: every prompt (image markers removed) and boxed answer."""
-    from vade.data.records import IMAGE_TOKEN
-
     texts: list[str] = []
     for ex in examples:
         for m in ex.messages:
@@ -42,8 +42,6 @@ def build_processor(corpus: Sequence[str], arch: TinyArchConfig) -> Qwen2_5_VLPr
     """Tokenizer trained on ``corpus`` + slow image processor sized for small images."""
     from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
-
-    from vade.models.tokenizer import CHAT_TEMPLATE, train_tokenizer
 
     tokenizer = train_tokenizer(corpus, vocab_size=arch.vocab_size,
                                 model_max_length=arch.max_position_embeddings)

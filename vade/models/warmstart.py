@@ -26,6 +26,7 @@ import numpy as np
 
 from vade.models.config import WarmStartConfig
 from vade.models.data_parallel import DataParallel
+from vade.models.policy import PromptInputs, encode_prompts, encode_responses, token_logprobs
 
 if TYPE_CHECKING:  # pragma: no cover
     from vade.data.records import Example
@@ -50,8 +51,6 @@ def split_heldout(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.nd
 
 
 def _encode_all(processor: Any, examples: Sequence[Example], chunk: int = 256):
-    from vade.models.policy import PromptInputs, encode_prompts, encode_responses
-
     pad = processor.tokenizer.pad_token_id
     prompts = PromptInputs.concat(
         [encode_prompts(processor, examples[i:i + chunk]) for i in range(0, len(examples), chunk)],
@@ -64,8 +63,6 @@ def gold_response_prob(model: Any, processor: Any, examples: Sequence[Example],
                        batch_size: int = 128) -> np.ndarray:
     """P(model emits exactly ``\\boxed{answer}<|im_end|>``) per example at temperature 1."""
     import torch
-
-    from vade.models.policy import token_logprobs
 
     prompts, ids, mask = _encode_all(processor, examples)
     out = []
@@ -83,8 +80,6 @@ def warm_start(model: Any, processor: Any, examples: Sequence[Example], cfg: War
     """Train ``model`` in place for ``cfg.steps`` steps; returns metrics (loss curve, timing)."""
     import torch
     from tqdm import tqdm
-
-    from vade.models.policy import token_logprobs
 
     if cfg.steps == 0:
         return {"steps": 0}

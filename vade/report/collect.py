@@ -17,8 +17,11 @@ import duckdb
 import numpy as np
 
 from vade import methods
+from vade.eval.store import average_at_k, open_eval_catalog
 from vade.grid import RunKey, parse_run_id
 from vade.report.cost import overhead
+from vade.report.paper import BENCHMARKS
+from vade.store.query import open_catalog
 
 __all__ = ["Curve", "Inputs", "RunInfo", "RunKey", "collect", "history_files", "parse_run_id"]
 
@@ -208,10 +211,6 @@ def collect(*, runs: Sequence[str | Path], evals: Sequence[str | Path],
             mlflow_uri: str | None = None, mlflow_experiment: str | None = None,
             difficulty: Sequence[str | Path] = (), samples: str | Path | None = None,
             benchmarks: Sequence[str] | None = None) -> Inputs:
-    from vade.eval.store import average_at_k, open_eval_catalog
-    from vade.report.paper import BENCHMARKS
-    from vade.store.query import open_catalog
-
     notes: list[str] = []
     infos: dict[str, RunInfo] = {}
     readable: list[Path] = []

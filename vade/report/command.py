@@ -16,6 +16,14 @@ import os
 from pathlib import Path
 
 from vade.config_io import add_config_arguments, load_config, section
+from vade.report import difficulty as diff
+from vade.report import figures, tables
+from vade.report.collect import collect
+from vade.report.config import ReportConfig, expected_runs, table_columns
+from vade.report.figures import VAL_ITEMS
+from vade.report.html import write_page
+from vade.report.peers import peer_statistics
+from vade.report.seeds import seed_statistics
 
 __all__ = ["FIGURES", "TABLES", "add_arguments", "build_report", "run"]
 
@@ -57,14 +65,6 @@ def _write_text(path: Path, text: str) -> None:
 def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, difficulty=(),
                  expected=(), mlflow_uri=None, mlflow_experiment=None) -> Path:
     """Collect, render and write the report; return the Markdown path."""
-    from vade.report import difficulty as diff
-    from vade.report import figures, tables
-    from vade.report.collect import collect
-    from vade.report.figures import VAL_ITEMS
-    from vade.report.html import write_page
-    from vade.report.peers import peer_statistics
-    from vade.report.seeds import seed_statistics
-
     inputs = collect(runs=runs, evals=evals, expected=expected,
                      metric_names=[cfg.val_metric, cfg.grad_norm_metric, VAL_ITEMS],
                      mlflow_uri=mlflow_uri, mlflow_experiment=mlflow_experiment or name,
@@ -159,8 +159,6 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
 
 def run(args: argparse.Namespace) -> int:
     import dataclasses
-
-    from vade.report.config import ReportConfig, expected_runs, table_columns
 
     config = load_config(args)
     cfg = ReportConfig.from_dict(section(config, "report", required=False))

@@ -8,6 +8,7 @@ from itertools import pairwise
 from typing import Any
 
 from vade.checks import check_bool, check_float, check_int, reject_unknown
+from vade.eval.config import PAPER_BENCHMARKS
 from vade.grid import cells
 from vade.report.cost import COST_AXES
 
@@ -112,7 +113,6 @@ def table_columns(config: Mapping[str, Any], cfg: ReportConfig) -> tuple[str, ..
         return None
     if ev.get("benchmarks"):
         return tuple(b["name"] for b in ev["benchmarks"])
-    from vade.eval.config import PAPER_BENCHMARKS
 
     return tuple(b.name for b in PAPER_BENCHMARKS)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from vade.methods import METHODS, names_where
 from vade.report.collect import Inputs, RunKey
+from vade.report.stats import mean_interval
 
 __all__ = ["COLORS", "MIN_SCORE_SPAN", "VAL_ITEMS", "figure1", "figure3", "figure4", "save",
            "seed_band"]
@@ -76,8 +77,6 @@ def seed_band(curves: Sequence, x: str) -> tuple:
     its own steps, no band); x = the step, or the mean over seeds of the cumulative rollouts at
     that step."""
     import numpy as np
-
-    from vade.report.stats import mean_interval
 
     at: dict[int, list[tuple[float, float]]] = {}
     for c in curves:

@@ -14,6 +14,15 @@ import argparse
 
 from vade.checks import check_int
 from vade.config_io import add_config_arguments, load_config, section
+from vade.data.records import read_examples
+from vade.models.build import resolve_model_path
+from vade.rollout.difficulty import (
+    difficulty_config_from_section,
+    format_histogram,
+    initial_difficulty,
+    write_difficulty,
+)
+from vade.rollout.engine import make_engine
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,15 +42,6 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from vade.data.records import read_examples
-    from vade.models.build import resolve_model_path
-    from vade.rollout.difficulty import (
-        difficulty_config_from_section,
-        format_histogram,
-        initial_difficulty,
-        write_difficulty,
-    )
-    from vade.rollout.engine import make_engine
 
     config = load_config(args)
     cfg = difficulty_config_from_section(section(config, "difficulty", required=False))

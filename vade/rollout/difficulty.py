@@ -28,6 +28,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vade.checks import check_float, check_int, reject_unknown
+from vade.rewards import score_batch
+from vade.rollout.engine import ENGINES
+from vade.store.file_format import connect_for_writing
 
 if TYPE_CHECKING:  # pragma: no cover
     from vade.data.records import Example
@@ -58,8 +61,6 @@ class DifficultyConfig:
     tensor_parallel_size: int = 1  # vllm: GPUs per engine; the job's GPUs / this = engines
 
     def __post_init__(self) -> None:
-        from vade.rollout.engine import ENGINES
-
         w = "difficulty."
         if self.engine not in ENGINES:
             raise ValueError(f"config key '{w}engine' must be one of {ENGINES}, got {self.engine!r}")
@@ -87,8 +88,6 @@ def _check_sample_ids(examples: Sequence[Example]) -> np.ndarray:
 
 
 def _default_scorer(texts: list[str], examples: list[Example]) -> np.ndarray:
-    from vade.rewards import score_batch
-
     return score_batch(texts, [e.ground_truth for e in examples],
                        [e.answer_type for e in examples], [e.extra_info for e in examples],
                        key="acc")
@@ -206,8 +205,6 @@ def write_difficulty(out: str | Path, result: Mapping[str, Any], *, cfg: Difficu
     """initial.parquet + difficulty.duckdb (table ``initial_difficulty``) + summary.json."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from vade.store.file_format import connect_for_writing
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

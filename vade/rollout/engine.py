@@ -1,15 +1,7 @@
 """``make_engine``: a generation engine by config name, the CPU (transformers) or GPU (vLLM) one.
 
-The interface they share (``Rollouts``, ``GenerationEngine``) is ``vade.models.rollouts``:
-
-``generate(examples, n, *, temperature, max_new_tokens, seed) -> Rollouts`` samples ``n``
-responses per example. Responses are grouped: rows ``k*n .. k*n+n-1`` belong to ``examples[k]``
-and ``example_pos`` says so explicitly, so callers group by it instead of by arithmetic.
-
-The HF engine also returns token tensors (``response_ids``, ``response_mask``) and the prompt
-batch (``prompt_inputs``, already repeated ``n`` times, row-aligned with the responses) so the local
-trainer can recompute log-probs with ``vade.models.policy.token_logprobs`` without re-encoding.
-The vLLM engine fills ``texts`` (and token ids when asked); verl does its own log-prob work.
+What every engine returns and promises (``Rollouts``, ``GenerationEngine``) is
+``vade.models.rollouts``, below the engines; it is re-exported here.
 """
 
 from __future__ import annotations

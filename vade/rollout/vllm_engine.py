@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from vade.models.policy import _decode_images, chat_messages
 from vade.models.rollouts import Rollouts
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,8 +58,6 @@ class VLLMEngine:
                             limit_mm_per_prompt={"image": max_images_per_prompt}, **llm_kwargs)
 
     def _request(self, example: Example) -> dict[str, Any]:
-        from vade.models.policy import _decode_images, chat_messages
-
         prompt = self.processor.apply_chat_template(chat_messages(example.messages),
                                                     tokenize=False, add_generation_prompt=True)
         images = _decode_images(example)

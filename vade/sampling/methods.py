@@ -16,6 +16,7 @@ import numpy as np
 from vade.methods import METHODS as _TABLE
 from vade.methods import get as _method
 from vade.sampling.observation import Observation
+from vade.sampling.peers import PEERS
 from vade.sampling.uniform import UniformSampler
 from vade.sampling.vade import VadeSampler
 
@@ -69,8 +70,6 @@ def make_sampler(
     rows' ``extra_info.difficulty``) for a row that ``reads_labels``."""
     row = _method(method)
     if row.chooser == "peer":
-        from vade.sampling.peers import PEERS
-
         if row.sampler_name not in PEERS:
             raise ValueError(f"method {method!r} has chooser 'peer' but no class in "
                              "vade.sampling.peers.PEERS")

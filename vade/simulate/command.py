@@ -11,6 +11,11 @@ import argparse
 import time
 from pathlib import Path
 
+from vade.report.html import write_page
+from vade.simulate.compare import compare, lambda_sweep, summarise, with_overrides
+from vade.simulate.config import load_config
+from vade.simulate.report import format_table, plot_curves, plot_sweep, write_tables
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, default=None,
@@ -28,10 +33,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
-
-    from vade.simulate.compare import compare, lambda_sweep, summarise, with_overrides
-    from vade.simulate.config import load_config
-    from vade.simulate.report import format_table, plot_curves, plot_sweep, write_tables
 
     cfg = with_overrides(load_config(args.config), seeds=args.seeds, steps=args.steps,
                          quick=args.quick)
@@ -58,7 +59,6 @@ def run(args: argparse.Namespace) -> int:
              f"({comp.targets.mean():.3f}); ratio early/late = first/last 10% of steps")
     table = format_table(summary)
     print(f"\n{setup}\n{table}")
-    from vade.report.html import write_page
 
     code_block = "\n".join("    " + line for line in table.splitlines())
     paths["summary_html"] = write_page(

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from vade.checks import check_number
+from vade.config_io import read_yaml
 from vade.sampling import make_sampler
 from vade.sampling.peers import PEERS
 from vade.simulate.dynamics import DynamicsParams
@@ -178,7 +179,6 @@ def load_config(path: str | Path | None) -> SimConfig:
     """Read and validate a YAML config; ``None`` gives the built-in defaults."""
     if path is None:
         return SimConfig()
-    from vade.config_io import read_yaml  # the one strict reader (duplicate keys refused)
 
     p = Path(path)
     values = read_yaml(p)

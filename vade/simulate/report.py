@@ -21,6 +21,7 @@ import numpy as np
 
 from vade.simulate.compare import Comparison, SweepResult
 from vade.simulate.runner import CURVES
+from vade.store.file_format import connect_for_writing
 
 __all__ = ["format_table", "plot_curves", "plot_sweep", "write_tables"]
 
@@ -58,8 +59,6 @@ def write_tables(out_dir: Path, comp: Comparison, summary: list[dict[str, Any]],
                  sweep: SweepResult | None, config: dict[str, Any]) -> dict[str, Path]:
     """Write ``sim_*`` tables to ``out_dir/simulate.duckdb`` and one CSV each."""
     import pyarrow as pa
-
-    from vade.store.file_format import connect_for_writing
 
     out_dir.mkdir(parents=True, exist_ok=True)
     tables = {

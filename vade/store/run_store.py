@@ -18,6 +18,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from vade.provenance import code_version as current_code_version
 from vade.sampling.observation import Observation
 from vade.store.file_format import connect_for_writing
 from vade.store.schema import CREATE_TABLES, view_sql
@@ -90,8 +91,6 @@ class RunStore:
         code_version: str | None = None,
     ) -> None:
         """Record (or, on resume, re-record) the run's identity; the row is replaced, not added."""
-        from vade.provenance import code_version as current_code_version
-
         sc = dict(sampler_config)
         row = {
             "run_id": self.run_id,

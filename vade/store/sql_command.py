@@ -18,6 +18,10 @@ import sys
 from pathlib import Path
 from typing import IO
 
+from vade.store import sql_output
+from vade.store.query import check_select_only, connect, explain_refusal
+from vade.store.sql_output import BATCH_ROWS, Stopped, Watch, memory_cap, parse_size
+
 FORMATS = {".csv": "csv", ".json": "json"}
 TABLE_ROWS = 40
 ROW_CAP = 1_000_000
@@ -63,16 +67,6 @@ def _sink(output: str | None) -> IO[bytes]:
 def run(args: argparse.Namespace) -> int:
     import duckdb
 
-    from vade.store.query import check_select_only, connect, explain_refusal
-    from vade.store.sql_output import (
-        BATCH_ROWS,
-        Stopped,
-        Watch,
-        memory_cap,
-        parse_size,
-        write_rows,
-    )
-
     fmt = output_format(args.format, args.output)
     if not args.timeout > 0:
         raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout}")
@@ -106,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             reader = rel.to_arrow_reader(BATCH_ROWS)  # streamed: one batch in memory at a time
             sink = _sink(args.output)
             try:
-                written, more = write_rows(reader, fmt, sink, cap, watch)
+                written, more = sql_output.write_rows(reader, fmt, sink, cap, watch)
             finally:
                 sink.flush()
                 if args.output:

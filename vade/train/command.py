@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vade.config_io import add_config_arguments
+from vade.config_io import add_config_arguments, load_config, section
 from vade.methods import NAMES
-from vade.train.config import BACKENDS
+from vade.train.config import BACKENDS, TrainConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,9 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import importlib
-
-    from vade.config_io import load_config, section
-    from vade.train.config import BACKENDS, TrainConfig
 
     config = load_config(args)
     train = section(config, "train")  # required: an empty or lost block must not mean defaults

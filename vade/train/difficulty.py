@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
+from vade.data.parquet_read import read_table
+
 __all__ = ["initial_alpha_beta"]
 
 
 def initial_alpha_beta(path: str | Path, sample_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """alpha = r, beta = G - r per dataset position, from ``initial.parquet``."""
-    from vade.data.parquet_read import read_table
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"initial difficulty file not found: {path}")

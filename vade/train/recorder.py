@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from vade.sampling.observation import Observation
-from vade.tracking import NullTracker
+from vade.tracking import NullTracker, Tracker
 
 if TYPE_CHECKING:  # DuckDB is imported by whoever opens the store
     from vade.store import RunStore
@@ -57,8 +57,6 @@ def reopen_by_name(uri: str | None, experiment: str | None, run_name: str
         return None
 
     def open_verl_run() -> NullTracker:
-        from vade.tracking import Tracker
-
         return Tracker(uri, experiment or "vade", run_name)
 
     return open_verl_run

@@ -17,6 +17,7 @@ from vade.data.items import Item
 from vade.data.splits import rng_for
 from vade.data.synthetic.render import RENDERERS, TASKS, encode_png
 from vade.data.writer import SplitFile, write_dataset
+from vade.provenance import code_version
 
 __all__ = ["build_synthetic", "domain_counts", "make_items"]
 
@@ -65,8 +66,6 @@ def build_synthetic(cfg: DataConfig, out_dir: str | Path, *, progress: bool = Tr
                     ) -> dict[str, Any]:
     """Render every split and write them (train first, so train's index = row position)."""
     from tqdm import tqdm
-
-    from vade.provenance import code_version
 
     syn = cfg.synthetic
     total = syn.train + syn.val + syn.warmstart + syn.eval * len(syn.domains)

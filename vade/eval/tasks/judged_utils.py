@@ -8,6 +8,9 @@ the judge gave no clean verdict: scored 0 and counted, never a pass).
 
 from __future__ import annotations
 
+from vade.eval.mathverse import score_response
+from vade.eval.mathvision import judge_question, score_judge, score_rule
+from vade.eval.mathvista import score_doc
 from vade.eval.pixels import limited
 
 POST_PROMPT = "\nThink step by step, then give the final answer in \\boxed{}."
@@ -38,21 +41,15 @@ def mathverse_doc_to_text(doc, lmms_eval_specific_kwargs=None):
 
 
 def mathvision_doc_to_text(doc, lmms_eval_specific_kwargs=None):
-    from vade.eval.mathvision import judge_question
-
     return judge_question(doc) + _post(lmms_eval_specific_kwargs)
 
 
 def mathvista_process_results(doc, results):
-    from vade.eval.mathvista import score_doc
-
     return {"accuracy": score_doc(doc, results[0] if results else "")["correct"],
             "judge_error": 0.0}
 
 
 def mathverse_process_results(doc, results):
-    from vade.eval.mathverse import score_response
-
     # the version's own question (empty for Vision Only), as score_answer_s2.py sends it
     scored = score_response(str(doc.get("question") or ""), str(doc["answer"]),
                             results[0] if results else "")
@@ -60,13 +57,9 @@ def mathverse_process_results(doc, results):
 
 
 def mathvision_judge_process_results(doc, results):
-    from vade.eval.mathvision import score_judge
-
     scored = score_judge(doc, results[0] if results else "")
     return {"accuracy": scored["correct"], "judge_error": scored["judge_error"]}
 
 
 def mathvision_rule_process_results(doc, results):
-    from vade.eval.mathvision import score_rule
-
     return {"accuracy": score_rule(doc, results[0] if results else ""), "judge_error": 0.0}

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from vade.rewards import score_one
+
 __all__ = ["StepBatch", "derive_seed", "generate_groups"]
 
 
@@ -40,8 +42,6 @@ def score_rollouts(texts: Sequence[str], examples: Sequence[Any], pos: np.ndarra
                    ) -> tuple[np.ndarray, np.ndarray]:
     """(score, acc) per rollout: the score is the reward the advantage uses, acc the binary
     correctness the sampler and DAPO's filter use (verl's ``acc``); equal by default."""
-    from vade.rewards import score_one
-
     out = np.empty((len(texts), 2))
     for i, (text, p) in enumerate(zip(texts, pos)):
         ex = examples[int(p)]

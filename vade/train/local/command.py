@@ -7,14 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from vade.train.config import TrainConfig
+from vade.train.local import RunPaths, train_local
 
 __all__ = ["run"]
 
 
 def run(args: argparse.Namespace, cfg: TrainConfig, config: Mapping[str, Any]) -> int:
     """Train in this process; ``<out>/done.json`` is written last (the rule's output)."""
-    from vade.train.local import RunPaths, train_local
-
     if not args.data_dir.is_dir():
         raise FileNotFoundError(f"--data-dir not found: {args.data_dir}")
     paths = RunPaths(data_dir=args.data_dir, model=str(args.model), out=args.out,

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from vade.data.splits import rng_for
+from vade.data.variants import variant_example
 from vade.diva import LEVELS, diva_advantages, draw_offsets, initial_levels, update_levels
 from vade.diva.offsets import plan_variant
 
@@ -62,8 +63,6 @@ class DivaShaper:
 
     def prepare(self, ids: np.ndarray, step: int) -> DivaStep:
         """The originals ``ids`` and one variant of each, from per-(seed, step, sample) streams."""
-        from vade.data.variants import variant_example
-
         ids = np.asarray(ids, dtype=np.int64)
         originals = [self.examples[int(i)] for i in ids]
         offsets = np.empty(ids.size, dtype=np.int8)

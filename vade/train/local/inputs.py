@@ -16,6 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from vade.data.parquet_read import num_rows
+from vade.data.writer import file_sha256, files_sha256
+from vade.train.difficulty import initial_alpha_beta
+
 __all__ = ["RunPaths", "check_train_rows", "count_rows", "input_hashes", "load_initial_difficulty"]
 
 
@@ -51,8 +55,6 @@ class RunPaths:
 
 def count_rows(path: Path) -> int:
     """Rows of a parquet file from its footer (cheap: no data is read)."""
-    from vade.data.parquet_read import num_rows
-
     return num_rows(path)
 
 
@@ -66,16 +68,12 @@ def check_train_rows(examples: list[Any]) -> None:
 
 def load_initial_difficulty(path: Path, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     """alpha = r, beta = G - r for training rows 0..N-1 (Algorithm 1, lines 1-4)."""
-    from vade.train.difficulty import initial_alpha_beta
-
     return initial_alpha_beta(path, np.arange(n_samples, dtype=np.int64))
 
 
 def input_hashes(paths: RunPaths) -> dict[str, str | None]:
     """``{"train", "val", "difficulty", "model"}`` -> ``sha256:<hex>`` of each input's content,
     ``name:<id>`` for a model given by name, None for an input the run does not have."""
-    from vade.data.writer import file_sha256, files_sha256
-
     def file(path: Path | None) -> str | None:
         return f"sha256:{file_sha256(path)}" if path is not None and path.is_file() else None
 

@@ -29,9 +29,22 @@ from typing import Any
 
 import numpy as np
 
+from vade.data.records import read_examples
+from vade.job.timelimit import TimeGuard, TimeLimitReached
+from vade.provenance import code_version
+from vade.sampling import make_sampler
+from vade.train.checkpoint import capture_rng, save_checkpoint
 from vade.train.config import TrainConfig
-from vade.train.local.inputs import RunPaths
+from vade.train.dapo import dynamic_sample, observe_filtered
+from vade.train.local.batch import StepBatch, derive_seed, generate_groups, score_rollouts
+from vade.train.local.diva import DivaShaper
+from vade.train.local.inputs import RunPaths, check_train_rows, count_rows, load_initial_difficulty
+from vade.train.local.policy import LocalPolicy
+from vade.train.local.resume import budget_spent, checkpoint_info
+from vade.train.local.start import open_run
 from vade.train.local.timing import PHASES, Phases
+from vade.train.recorder import step_metrics
+from vade.train.run_folder import RunLock
 
 __all__ = ["train_local"]
 
@@ -46,8 +59,6 @@ def _write_json(path: Path, value: dict[str, Any]) -> None:
 
 def _validate(engine: Any, examples: list[Any], cfg: TrainConfig, step: int) -> float:
     """Mean reward on the validation rows (greedy at ``val_temperature`` 0, else average@n)."""
-    from vade.train.local.batch import derive_seed, score_rollouts
-
     if not examples:
         return float("nan")
     ro = engine.generate(examples, cfg.val_n, temperature=cfg.val_temperature,
@@ -77,11 +88,6 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
     ``LocalPolicy.load``: the tiny/pretrained Qwen2.5-VL via ``vade.models``; tests and the
     plumbing benchmark may pass ``vade.train.local.toy.ToyPolicy.load``).
     """
-    from vade.data.records import read_examples
-    from vade.train.local.inputs import check_train_rows, count_rows, load_initial_difficulty
-    from vade.train.local.policy import LocalPolicy
-    from vade.train.run_folder import RunLock
-
     # ---- inputs, checked before any model is loaded
     n_train = count_rows(paths.train)
     cfg.check_data(n_train)
@@ -107,13 +113,6 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
            ) -> dict[str, Any]:
     from tqdm import tqdm
 
-    from vade.job.timelimit import TimeGuard, TimeLimitReached
-    from vade.provenance import code_version
-    from vade.sampling import make_sampler
-    from vade.train.checkpoint import capture_rng, save_checkpoint
-    from vade.train.local.resume import budget_spent, checkpoint_info
-    from vade.train.local.start import open_run
-
     n_train = len(examples)
     _setup_torch(cfg)
     policy = load_policy(paths.model, cfg)
@@ -126,8 +125,6 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
                            if cfg.spec.reads_labels else None)
     shaper = None
     if cfg.is_diva:
-        from vade.train.local.diva import DivaShaper
-
         shaper = DivaShaper.from_difficulty(examples, alpha, beta, cfg.seed, cfg.diva)
     # the resume decision, the folder's cleanup and the store and tracker (vade.train.local.start)
     run = open_run(cfg, paths, policy=policy, sampler=sampler, shaper=shaper)
@@ -246,8 +243,6 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
 def _stopped_by(cfg: TrainConfig, state: dict[str, Any]) -> str:
     """Why the run ended: its last step, or (DAPO) a rollout budget that cannot pay for another
     batch. Anything else is a bug, not a result to record."""
-    from vade.train.local.resume import budget_spent
-
     if state["step"] == cfg.steps:
         return "completed"
     if budget_spent(cfg, state["rollouts_cumulative"]):
@@ -262,10 +257,7 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
     """One step: generate (DAPO: refills, at most ``max_rollouts``, what is left of the run's
     budget), update, observe. Returns metrics, the observation, sampler seconds and rollouts
     generated; ``phases`` gets the seconds of each phase."""
-    from vade.train.dapo import dynamic_sample, observe_filtered
-    from vade.train.local.batch import StepBatch, derive_seed, generate_groups
-    from vade.train.local.update import actor_update
-    from vade.train.recorder import step_metrics
+    from vade.train.local.update import actor_update  # lazy: torch
 
     g = cfg.rollouts_per_prompt
     sampler_s = 0.0

@@ -11,6 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from vade.models.build import resolve_model_path
+from vade.models.policy import load_policy, token_logprobs
+from vade.rollout import HFEngine
 from vade.train.config import TrainConfig
 
 __all__ = ["LocalPolicy", "ModelOptimizerState"]
@@ -40,9 +43,6 @@ class LocalPolicy(ModelOptimizerState):
 
         import torch
 
-        from vade.models.policy import token_logprobs
-        from vade.rollout import HFEngine
-
         self.policy = policy
         self.model = policy.model
         self.ref_model = ref_model
@@ -56,9 +56,6 @@ class LocalPolicy(ModelOptimizerState):
 
     @classmethod
     def load(cls, path: str | Path, cfg: TrainConfig) -> LocalPolicy:
-        from vade.models.build import resolve_model_path
-        from vade.models.policy import load_policy
-
         resolved = resolve_model_path(path)
         policy = load_policy(resolved, threads=cfg.threads)
         ref = None

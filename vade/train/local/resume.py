@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from vade.tracking import flatten
+from vade.train.checkpoint import checkpoints, manifest
 from vade.train.config import TrainConfig
 
 __all__ = ["NEUTRAL", "ResumePlan", "budget_spent", "checkpoint_info", "fingerprint",
@@ -123,8 +124,6 @@ def plan_resume(cfg: TrainConfig, directory: str | Path,
                 inputs: dict[str, Any] | None = None) -> ResumePlan:
     """Where a run of ``cfg`` with ``inputs`` (``input_hashes``; None: not compared) in a folder
     with checkpoints in ``directory`` starts (module doc)."""
-    from vade.train.checkpoint import checkpoints, manifest
-
     found = checkpoints(directory)[::-1]
     if not found:
         return ResumePlan(None, reason="no checkpoint")

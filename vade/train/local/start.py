@@ -24,8 +24,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from vade.store import RunStore
+from vade.store.file_format import connect_for_reading
+from vade.tracking import open_tracker, record_run, recorded_run
+from vade.train.checkpoint import (
+    load_checkpoint,
+    remove_after,
+    remove_stale_temporaries,
+    restore_rng,
+)
 from vade.train.config import TrainConfig
-from vade.train.local.inputs import RunPaths
+from vade.train.local.inputs import RunPaths, input_hashes
+from vade.train.local.resume import plan_resume
+from vade.train.recorder import RunRecorder
+from vade.train.run_folder import supersede
 
 if TYPE_CHECKING:
     from vade.store import RunStore
@@ -54,8 +66,6 @@ def _say(message: str) -> None:
 def _check_history(paths: RunPaths, step: int, checkpoint: Any) -> None:
     """The history holds exactly the steps 1..``step`` (read-only: nothing is written yet)."""
     import duckdb
-
-    from vade.store.file_format import connect_for_reading
 
     con = connect_for_reading(paths.history)
     try:
@@ -87,8 +97,6 @@ def _replay_to_mlflow(store: RunStore, recorder: RunRecorder, upto: int) -> None
 
 
 def _open_store(paths: RunPaths, cfg: TrainConfig) -> RunStore:
-    from vade.store import RunStore
-
     return RunStore(paths.history, paths.run_id, snapshot_every=cfg.sampler.snapshot_every)
 
 
@@ -96,18 +104,6 @@ def open_run(cfg: TrainConfig, paths: RunPaths, *, policy: Any, sampler: Any,
              shaper: Any) -> OpenRun:
     """Decide where the run starts, restore that state into ``policy``/``sampler``/``shaper``,
     and open the history and MLflow (module doc)."""
-    from vade.tracking import open_tracker, record_run, recorded_run
-    from vade.train.checkpoint import (
-        load_checkpoint,
-        remove_after,
-        remove_stale_temporaries,
-        restore_rng,
-    )
-    from vade.train.local.inputs import input_hashes
-    from vade.train.local.resume import plan_resume
-    from vade.train.recorder import RunRecorder
-    from vade.train.run_folder import supersede
-
     # 1-2: identity, plan, checkpoint and history -- all read-only
     inputs = input_hashes(paths)
     plan = plan_resume(cfg, paths.checkpoints, inputs)

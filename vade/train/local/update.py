@@ -20,6 +20,7 @@ import numpy as np
 from vade.train.algos import group_advantages, total_loss
 from vade.train.config import TrainConfig
 from vade.train.local.batch import StepBatch
+from vade.train.local.timing import Phases
 
 __all__ = ["actor_update"]
 
@@ -34,8 +35,6 @@ def actor_update(policy: Any, batch: StepBatch, cfg: TrainConfig,
     and the rest as ``actor``.
     """
     import torch
-
-    from vade.train.local.timing import Phases
 
     phases = phases if phases is not None else Phases()
 

@@ -51,10 +51,16 @@ from typing import Any
 import numpy as np
 
 from vade.sampling.observation import Observation
+from vade.store import RunStore
 from vade.train.recorder import RunRecorder, reopen_by_name
+from vade.train.verl import timelimit
 from vade.train.verl.batch import group_by_sample
 from vade.train.verl.dapo_cap import BudgetedLoader, generation_budget
+from vade.train.verl.difficulty import dataset_sample_ids
+from vade.train.verl.ppo_entry import _flag_on_signal
 from vade.train.verl.rollouts import GEN_BATCHES, append_metric_record, rollouts_for
+from vade.train.verl.timelimit import stop_if_due
+from vade.train.verl.validated import write_validated_counts
 
 __all__ = ["DapoRecorder", "capped_trainer_class", "main"]
 
@@ -73,8 +79,6 @@ class DapoRecorder(RunRecorder):
 
     def __init__(self, settings: dict[str, Any], *, sample_ids: np.ndarray, batch_size: int,
                  gen_batch_size: int, n: int) -> None:
-        from vade.store import RunStore
-
         self.settings = settings
         self.gen_batch_size = int(gen_batch_size)
         self.n = int(n)
@@ -158,8 +162,6 @@ def capped_trainer_class(base: type) -> type:
 
     class CappedDAPOTrainer(base):  # type: ignore[misc, valid-type]
         def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
-            from vade.train.verl.difficulty import dataset_sample_ids
-
             cap = config.vade_dapo
             dataset = kwargs["train_dataset"]
             bsz = int(config.data.train_batch_size)
@@ -178,7 +180,6 @@ def capped_trainer_class(base: type) -> type:
                                                    math.ceil(limit / per_epoch) + 1)
             self._vade = DapoRecorder(dict(cap), sample_ids=dataset_sample_ids(dataset),
                                       batch_size=bsz, gen_batch_size=gen_bsz, n=n)
-            from vade.train.verl.validated import write_validated_counts
 
             write_validated_counts(self)  # the rows verl validates (pooled val/acc weights)
 
@@ -195,7 +196,6 @@ def capped_trainer_class(base: type) -> type:
         def _save_checkpoint(self) -> Any:
             # stopped inside a step that never trained: the weights are those of the last
             # trained step, and so is the checkpoint's name
-            from vade.train.verl.timelimit import stop_if_due
 
             self.global_steps = min(self.global_steps, self._vade.last_step)
             out = super()._save_checkpoint()
@@ -248,8 +248,6 @@ def _task_runner_class() -> type:
             # the Ray actor), so the capped subclass is installed here, in that process.
             import recipe.dapo.dapo_ray_trainer as trainer_module
 
-            from vade.train.verl import timelimit
-
             timelimit.install(trainer_module)   # the recipe's expiration check, from SLURM
             if not getattr(trainer_module.RayDAPOTrainer, "_vade_capped", False):
                 capped = capped_trainer_class(trainer_module.RayDAPOTrainer)
@@ -274,8 +272,6 @@ def main() -> None:
     from verl.utils.device import auto_set_device
 
     def _run(config: Any) -> None:
-        from vade.train.verl.ppo_entry import _flag_on_signal
-
         _flag_on_signal()
         auto_set_device(config)
         config = migrate_legacy_reward_impl(config)

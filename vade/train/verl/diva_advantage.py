@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from vade.diva import diva_advantages
+
 __all__ = ["ESTIMATOR", "diva_batch_advantages", "diva_params", "install", "installed"]
 
 ESTIMATOR = "diva"
@@ -77,8 +79,6 @@ def _column(infos: np.ndarray, key: str) -> np.ndarray:
 def diva_batch_advantages(data: Any, config: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(advantages, returns), each (rows, response length): DIVA's per-response advantage on
     ``data`` (a verl ``DataProto`` after rewards), broadcast over ``response_mask``."""
-    from vade.diva import diva_advantages
-
     rewards = data.batch["token_level_rewards"]
     mask = data.batch["response_mask"]
     scores = rewards.sum(dim=-1).detach().cpu().double().numpy()

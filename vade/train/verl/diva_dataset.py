@@ -41,8 +41,12 @@ import numpy as np
 import torch
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
+from vade.data.records import example_from_row
+from vade.data.splits import rng_for
+from vade.data.variants import SUPPORTED_TASKS, read_variant_texts, variant_row
+from vade.diva import draw_offsets
 from vade.diva.levels import LEVELS
-from vade.diva.offsets import MAX_OFFSET
+from vade.diva.offsets import MAX_OFFSET, plan_variant
 
 __all__ = ["DivaDataset", "DivaKey", "decode_index", "diva_seed", "encode_index"]
 
@@ -121,8 +125,6 @@ class DivaDataset(RLHFDataset):
     def diva_row(self, key: DivaKey) -> dict[str, Any]:
         """The parquet row of ``key`` with the ``diva_*`` keys in ``extra_info`` (before verl's
         message building)."""
-        from vade.diva.offsets import plan_variant
-
         row = dict(self.dataframe[key.position])
         extra = dict(row.get("extra_info") or {})
         level = key.level
@@ -138,11 +140,6 @@ class DivaDataset(RLHFDataset):
 
     def _variant(self, row: dict[str, Any], extra: dict[str, Any], key: DivaKey,
                  ) -> tuple[dict[str, Any], dict[str, Any]]:
-        from vade.data.records import example_from_row
-        from vade.data.splits import rng_for
-        from vade.data.variants import variant_row
-        from vade.diva import draw_offsets
-
         ex = example_from_row(row)
         rng = rng_for(self.diva_seed, "diva", str(key.step), str(ex.index))
         drawn = int(draw_offsets(np.array([key.level]), rng)[0])
@@ -198,8 +195,6 @@ class DivaDataset(RLHFDataset):
         """Offline steps and rephrasing of a row the synthetic renderer did not make (read once
         from ``variants.parquet`` beside the first data file, or ``data.sampler.diva.
         variant_texts``); None for synthetic rows."""
-        from vade.data.variants import SUPPORTED_TASKS, read_variant_texts
-
         if ex.task in SUPPORTED_TASKS:
             return None
         if self._variant_texts is None:

@@ -33,8 +33,11 @@ from typing import Any
 import numpy as np
 
 from vade import methods
+from vade.data.splits import rng_for
 from vade.diva import draw_offsets, initial_levels, update_levels
+from vade.store import RunStore
 from vade.train.difficulty import initial_alpha_beta
+from vade.train.recorder import RunRecorder, reopen_by_name, step_metrics
 from vade.train.verl.batch import correctness, group_by_sample, sample_ids
 from vade.train.verl.difficulty import dataset_sample_ids
 from vade.train.verl.diva_dataset import DivaKey, encode_index
@@ -148,8 +151,6 @@ class DivaCurriculumSampler(VadeCurriculumSampler):
         self.position, self.epoch = 0, self.epoch + 1
 
     def _draw_offsets(self) -> None:
-        from vade.data.splits import rng_for
-
         step = self.updates + 1
         self.drawn_levels = self.levels[self.current].copy()
         self.offsets = np.array([
@@ -225,9 +226,6 @@ class DivaCurriculumSampler(VadeCurriculumSampler):
     def _open_recorder(self) -> None:
         from dataclasses import asdict
 
-        from vade.store import RunStore
-        from vade.train.recorder import RunRecorder, reopen_by_name
-
         s = self.settings
         store = RunStore(s.store, s.run_id, snapshot_every=s.sampler.snapshot_every)
         self._recorder = RunRecorder(store, reopen_by_name(s.tracking_uri, s.experiment, s.run_id))
@@ -238,8 +236,6 @@ class DivaCurriculumSampler(VadeCurriculumSampler):
         store.log_levels(0, self.sample_ids, self.levels)  # step 0: initial levels
 
     def _log(self, obs: Any, seconds: float) -> None:
-        from vade.train.recorder import step_metrics
-
         sids, new, offsets, mean, var = self._last_levels
         view = _SnapshotView(self.inner.alpha, self.inner.beta, self.sample_ids)
         g = var.rollouts

@@ -32,8 +32,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from vade.job.cpus import allocated_cpus
+from vade.job.timelimit import END_ENV, FLAG_ENV, TimeLimitReached, flag_on_signal, job_end_time
+from vade.tracking import Tracker
 from vade.train.config import TrainConfig
 from vade.train.verl.overrides import RunSpec, build_overrides
+from vade.train.verl.recipe import locate
+from vade.train.verl.timelimit import STOP_ENV
+from vade.train.verl.validated import read_validated_counts
+from vade.train.verl.validation import pool_run_validation
 
 __all__ = ["RAY_ENV", "launch", "mlflow_run_for", "model_path", "plan", "ray_env_overrides", "run"]
 
@@ -147,8 +154,6 @@ def ray_env_overrides(env: Mapping[str, str]) -> list[str]:
 
 def ray_cpus_override(env: Mapping[str, str]) -> str:
     """``ray_kwargs.ray_init.num_cpus=<the job's CPUs>`` (``vade.job.cpus``)."""
-    from vade.job.cpus import allocated_cpus
-
     cpus, source = allocated_cpus(env)
     print(f"Ray num_cpus = {cpus} (from {source})", flush=True)
     return f"ray_kwargs.ray_init.num_cpus={cpus}"
@@ -157,9 +162,6 @@ def ray_cpus_override(env: Mapping[str, str]) -> str:
 def _time_limit_files(out: Path, env: dict[str, str]) -> tuple[Path, Path]:
     """The flag this process writes on a checkpoint signal and the file the trainer writes when
     it stops for the limit (``vade.train.verl.timelimit``); both cleared for this attempt."""
-    from vade.job.timelimit import END_ENV, FLAG_ENV, flag_on_signal, job_end_time
-    from vade.train.verl.timelimit import STOP_ENV
-
     flag, stop = out / "checkpoint-now", out / "time-stop.json"
     for p in (flag, stop):
         p.unlink(missing_ok=True)
@@ -175,8 +177,6 @@ def mlflow_run_for(uri: str, experiment: str, run_name: str, *, fresh: bool) -> 
     """The one MLflow run of a training run, across its attempts: the run of that name (a run
     that starts from step 0 replaces it). verl attaches to it through ``MLFLOW_RUN_ID`` instead
     of opening a new run per attempt, and the sampler's recorder finds it by name."""
-    from vade.tracking import Tracker
-
     return Tracker(uri, experiment, run_name, mode="new" if fresh else "resume").run_id
 
 
@@ -184,9 +184,6 @@ def _pool_validation(spec: RunSpec, tracking_uri: str | None) -> None:
     """``val/acc`` and ``val/n`` from every attempt's verl metrics into the run's history and
     MLflow (``vade.train.verl.validation``): the score the report reads, weighted by the rows
     verl validated (``vade.train.verl.validated``)."""
-    from vade.train.verl.validated import read_validated_counts
-    from vade.train.verl.validation import pool_run_validation
-
     files = sorted((spec.out_dir / "verl-metrics").glob("attempt-*.jsonl"),
                    key=lambda p: int(p.stem.split("-")[1]))
     if not files:
@@ -210,8 +207,6 @@ def launch(cfg: TrainConfig, *, model: str, model_path: str, data_dir: str | Pat
     _rotate(current)  # a killed job's attempt keeps its own file
     env["VERL_FILE_LOGGER_PATH"] = str(current)
     if spec.entry.endswith("dapo_entry"):
-        from vade.train.verl.recipe import locate
-
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(locate()), env.get("PYTHONPATH"))
                                             if p)
     uri = extra_env.get("MLFLOW_TRACKING_URI")
@@ -228,8 +223,6 @@ def launch(cfg: TrainConfig, *, model: str, model_path: str, data_dir: str | Pat
     except Exception as exc:  # noqa: BLE001  (reported: the trained model is not lost over it)
         print(f"pooled validation (val/acc) not written: {exc}", file=sys.stderr)
     if rc != 0 and stop.is_file():
-        from vade.job.timelimit import TimeLimitReached
-
         info = json.loads(stop.read_text())
         raise TimeLimitReached(f"{spec.run_id}: checkpointed step {info['step']} and stopped: "
                                f"{info['reason']}; run it again (the next submission) to "

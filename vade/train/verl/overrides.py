@@ -31,8 +31,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import vade
 from vade import methods
 from vade.train.config import TrainConfig
+from vade.train.verl.diva_overrides import apply_diva
 
 __all__ = ["ENTRY_DAPO", "ENTRY_PPO", "METHODS_VERL", "RunSpec", "build_overrides",
            "reward_entry_path"]
@@ -51,8 +53,6 @@ _PLAIN = re.compile(r"^[A-Za-z0-9_./:\-+@~]*$")
 
 def reward_entry_path() -> Path:
     """verl loads the custom reward by file path: ``vade/rewards/verl_entry.py``."""
-    import vade
-
     return Path(vade.__file__).resolve().parent / "rewards" / "verl_entry.py"
 
 
@@ -231,8 +231,6 @@ def build_overrides(spec: RunSpec, *, tracking_uri: str | None = None,
         }
         appended.update({f"data.sampler.vade.{k}": v for k, v in vade_block.items()})
         if cfg.spec.shaping == "diva":
-            from vade.train.verl.diva_overrides import apply_diva
-
             apply_diva(cfg, o, appended)
     return ([f"{k}={_value(v)}" for k, v in o.items()]
             + [f"+{k}={_value(v)}" for k, v in appended.items()])

@@ -20,6 +20,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from vade.job.timelimit import FLAG_ENV, flag_on_signal
+from vade.train.verl import timelimit
+from vade.train.verl.timelimit import stop_if_due
+from vade.train.verl.validated import write_validated_counts
+
 __all__ = ["install", "main", "observe_before_checkpoint"]
 
 _FLAG = "_vade_observes_before_checkpoint"
@@ -31,14 +36,10 @@ def observe_before_checkpoint(base: type) -> type:
 
     class VadePPOTrainer(base):  # type: ignore[misc, valid-type]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            from vade.train.verl.validated import write_validated_counts
-
             super().__init__(*args, **kwargs)
             write_validated_counts(self)  # the rows verl validates (pooled val/acc weights)
 
         def _save_checkpoint(self) -> Any:
-            from vade.train.verl.timelimit import stop_if_due
-
             out = super()._save_checkpoint()
             stop_if_due(self.global_steps)   # the time limit's checkpoint: end fit here
             return out
@@ -61,8 +62,7 @@ def install() -> type:
     from verl.trainer import main_ppo
     from verl.trainer.ppo import ray_trainer
 
-    from vade.train.verl import timelimit
-    from vade.train.verl.diva_advantage import install as install_diva_advantage
+    from vade.train.verl.diva_advantage import install as install_diva_advantage  # lazy: torch
 
     timelimit.install(ray_trainer)   # fit's expiration check answers from SLURM's time limit
     install_diva_advantage()  # algorithm.adv_estimator=diva (a no-op for other estimators)
@@ -103,8 +103,6 @@ def main() -> None:
 def _flag_on_signal() -> None:
     """This driver only waits for Ray: a checkpoint signal becomes the trainer's flag file."""
     import os
-
-    from vade.job.timelimit import FLAG_ENV, flag_on_signal
 
     if os.environ.get(FLAG_ENV):
         flag_on_signal(os.environ[FLAG_ENV])

@@ -40,7 +40,9 @@ from verl.experimental.dataset.sampler import AbstractCurriculumSampler
 
 from vade import methods
 from vade.sampling import make_sampler
+from vade.store import RunStore
 from vade.train.difficulty import initial_alpha_beta
+from vade.train.recorder import RunRecorder, reopen_by_name, step_metrics
 from vade.train.verl.batch import group_by_sample
 from vade.train.verl.difficulty import dataset_sample_ids
 from vade.train.verl.persist import StateFiles, discard_after
@@ -212,9 +214,6 @@ class VadeCurriculumSampler(AbstractCurriculumSampler):
 
     # -- logging ----------------------------------------------------------------------------------
     def _open_recorder(self) -> None:
-        from vade.store import RunStore
-        from vade.train.recorder import RunRecorder, reopen_by_name
-
         s = self.settings
         store = RunStore(s.store, s.run_id, snapshot_every=s.sampler.snapshot_every)
         self._recorder = RunRecorder(store, reopen_by_name(s.tracking_uri, s.experiment, s.run_id))
@@ -224,8 +223,6 @@ class VadeCurriculumSampler(AbstractCurriculumSampler):
         store.log_initial_state(view.alpha, view.beta, n_samples=view.n_samples, state=view)
 
     def _log(self, obs: Any, seconds: float) -> None:
-        from vade.train.recorder import step_metrics
-
         view = _SnapshotView(self.inner.alpha, self.inner.beta, self.sample_ids, self.inner)
         self._recorder.log_step(
             obs, step_metrics(obs, rollouts=obs.n_rollouts, sampler_seconds=seconds),

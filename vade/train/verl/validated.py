@@ -17,6 +17,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from vade.train.verl.validation import val_item_counts
+
 __all__ = ["COUNTS_FILE", "read_validated_counts", "write_validated_counts"]
 
 COUNTS_FILE = "val-counts.json"
@@ -44,6 +46,5 @@ def read_validated_counts(run_dir: str | Path, val_parquet: str | Path
     path = Path(run_dir) / COUNTS_FILE
     if path.is_file():
         return {str(k): int(v) for k, v in json.loads(path.read_text()).items()}, str(path)
-    from vade.train.verl.validation import val_item_counts
 
     return val_item_counts(val_parquet), str(val_parquet)

@@ -26,6 +26,10 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from vade.store import RunStore
+from vade.tracking import Tracker
+from vade.train.verl.rollouts import read_metric_log
+
 __all__ = ["POOLED", "VAL_ITEMS", "pool_run_validation", "pooled_validation", "val_item_counts"]
 
 log = logging.getLogger(__name__)
@@ -86,22 +90,17 @@ def pool_run_validation(metric_files: Iterable[str | Path], counts: Mapping[str,
     """Pool every validated step of a run's verl metric files into its history (and MLflow);
     returns step -> pooled metrics. A history file that does not exist yet (verl failed before
     training started) is not created."""
-    from vade.train.verl.rollouts import read_metric_log
-
     files = [Path(f) for f in metric_files if Path(f).is_file()]
     pooled = {step: p for step, data in sorted(read_metric_log(files).items())
               if (p := pooled_validation(data, counts))}
     if not pooled or not Path(store).is_file():
         return pooled
-    from vade.store import RunStore
 
     with RunStore(store, run_id) as history:
         for step, values in pooled.items():
             history.log_metrics(step, values)
     if tracking_uri:
         try:
-            from vade.tracking import Tracker
-
             tracker = Tracker(tracking_uri, experiment or "vade", run_id, mode="attach")
             done = {m.step for m in tracker.client.get_metric_history(tracker.run_id, POOLED)}
             for step, values in pooled.items():

@@ -86,15 +86,15 @@ def test_readers_follow_the_table():
     """The trainer's config, the sampler factory and the report read the same rows."""
     from vade.report.figures import COLORS
     from vade.report.tables import ABLATIONS, METHOD_LABELS
-    from vade.sampling import METHODS as SAMPLER_METHODS
+    from vade.sampling import SAMPLER_OPTIONS
     from vade.train.config import NEEDS_DIFFICULTY, TRAIN_METHODS
 
     assert TRAIN_METHODS == methods.NAMES
     assert NEEDS_DIFFICULTY == methods.names_where(needs_difficulty=True)
-    assert set(SAMPLER_METHODS) == (set(methods.names_where(shaping=None))
+    assert set(SAMPLER_OPTIONS) == (set(methods.names_where(shaping=None))
                                     - set(methods.names_where(chooser="peer")))
-    assert SAMPLER_METHODS["symmetric"] == {"objective": "symmetric"}
-    assert SAMPLER_METHODS["vanilla"] is None
+    assert SAMPLER_OPTIONS["symmetric"] == {"objective": "symmetric"}
+    assert SAMPLER_OPTIONS["vanilla"] is None
     assert ABLATIONS == methods.names_where(table="ablation")
     assert all(METHOD_LABELS[n] == methods.get(n).label for n in methods.NAMES)
     assert all(COLORS[n] == methods.get(n).colour for n in methods.NAMES)

@@ -4,7 +4,7 @@ numpy only: no torch, verl or DuckDB here. Trainers call ``select()`` before gen
 ``observe()`` after rewards; adapters in ``vade.train`` translate framework batches.
 """
 
-from vade.sampling.methods import METHODS, Sampler, make_sampler
+from vade.sampling.factory import SAMPLER_OPTIONS, Sampler, make_sampler
 from vade.sampling.observation import Observation, effective_gradient_ratio
 from vade.sampling.topk import top_k_random_ties
 from vade.sampling.uniform import UniformSampler
@@ -12,7 +12,7 @@ from vade.sampling.vade import DECAYS, VadeSampler
 
 __all__ = [
     "DECAYS",
-    "METHODS",
+    "SAMPLER_OPTIONS",
     "Observation",
     "Sampler",
     "UniformSampler",

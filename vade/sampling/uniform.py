@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from vade.sampling.checks import check_sizes, check_state
 from vade.sampling.observation import Observation, validate_observation
+from vade.sampling.state import check_sizes, check_state
 
 __all__ = ["UniformSampler"]
 

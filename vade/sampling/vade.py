@@ -1,6 +1,6 @@
 """The VADE sampler: Beta posteriors per sample, Thompson/greedy scoring, two-scale prior decay.
 
-Paper (``vade-paper.txt``), section 3 and Algorithm 1:
+Paper (VADE, arXiv 2511.18902), section 3 and Algorithm 1:
 
 * state (alpha_i, beta_i), posterior Beta(alpha_i + 1, beta_i + 1); initialised from G initial
   rollouts as alpha = r, beta = G - r (lines 1-4), or zeros (a flat prior) without them;
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from vade.sampling.checks import check_sizes, check_state
 from vade.sampling.draws import EXPLORATIONS, OBJECTIVES, ChunkedScorer
 from vade.sampling.observation import Observation, draws_for, validate_observation
+from vade.sampling.state import check_sizes, check_state, saved_state
 from vade.sampling.topk import top_k_random_ties
 
 __all__ = ["DECAYS", "VadeSampler"]
@@ -170,17 +170,9 @@ class VadeSampler:
         )
 
     def state_dict(self) -> dict[str, Any]:
-        sel, p, gain = self._last
-        return {
-            "version": _STATE_VERSION,
-            "config": self.config,
-            "step": self.step,
-            "alpha": self.alpha.copy(),
-            "beta": self.beta.copy(),
-            "rng": self._rng.bit_generator.state,
-            "draw_rngs": self._scorer.rng_state(),
-            "last_selection": {"indices": sel.copy(), "p": p.copy(), "gain": gain.copy()},
-        }
+        return saved_state(_STATE_VERSION, self, alpha=self.alpha.copy(), beta=self.beta.copy(),
+                           rng=self._rng.bit_generator.state,
+                           draw_rngs=self._scorer.rng_state())
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a ``state_dict``; refuses one from a differently configured sampler."""

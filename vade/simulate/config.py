@@ -24,12 +24,16 @@ import numpy as np
 
 from vade.checks import check_number
 from vade.config_io import read_yaml
-from vade.sampling import make_sampler
+from vade.sampling import SAMPLER_OPTIONS, make_sampler
 from vade.sampling.peers import PEERS
 from vade.simulate.dynamics import DynamicsParams
 from vade.simulate.runner import METHODS, VADE_FAMILY, RunSettings, method_options
 
 __all__ = ["SimConfig", "SweepConfig", "load_config"]
+
+# the sweep's methods: the VADE family rows whose decay is the two-scale one (vade.methods)
+TWO_SCALE = tuple(m for m in VADE_FAMILY
+                  if (SAMPLER_OPTIONS[m] or {}).get("decay", "two-scale") == "two-scale")
 
 _TOP_KEYS = ("dynamics", "run", "seeds", "methods", "options", "target_fraction", "sweep")
 
@@ -74,8 +78,8 @@ class SweepConfig:
     seeds: int = 1
 
     def __post_init__(self) -> None:
-        if self.method not in VADE_FAMILY or self.method == "last-update":
-            raise ValueError(f"sweep.method must be one of vade, symmetric, greedy (methods with "
+        if self.method not in TWO_SCALE:
+            raise ValueError(f"sweep.method must be one of {', '.join(TWO_SCALE)} (methods with "
                              f"two-scale decay), got {self.method!r}")
         _number_list(self.lambda1, "sweep.lambda1", 0.0, 1.0)
         _number_list(self.lambda2, "sweep.lambda2", 0.0, 1.0)

@@ -39,7 +39,7 @@ import numpy as np
 from vade import methods as method_table
 from vade.checks import check_number
 from vade.sampling import UniformSampler, make_sampler
-from vade.sampling.methods import METHODS as SAMPLER_METHODS
+from vade.sampling.factory import SAMPLER_OPTIONS
 from vade.sampling.peers import PEERS, difficulty_categories
 from vade.simulate.dynamics import DynamicsParams, PassRateEnv
 from vade.train.dapo import dynamic_sample, observe_filtered
@@ -47,7 +47,7 @@ from vade.train.dapo import dynamic_sample, observe_filtered
 __all__ = ["CURVES", "METHODS", "RunSettings", "build_sampler", "method_options", "run_method"]
 
 # VADE and its Table 2 ablations: every named sampler method except the uniform baseline.
-VADE_FAMILY = tuple(m for m, overrides in SAMPLER_METHODS.items() if overrides is not None)
+VADE_FAMILY = tuple(m for m, overrides in SAMPLER_OPTIONS.items() if overrides is not None)
 METHODS = ("vanilla", "dapo", *VADE_FAMILY, *PEERS)
 # the peers that start from the initial difficulty rollouts (paid N x G at step 1)
 READS_INITIAL = tuple(m for m in PEERS if method_table.get(m).reads_difficulty and m != "mmr1")

@@ -1,6 +1,6 @@
 """Peer selection rules (MoPPS, GRESO, MMR1, SEC) behind the same interface as VADE's sampler.
 
-Each class has the sampler contract of ``vade.sampling.methods.Sampler`` (``select``,
+Each class has the sampler contract of ``vade.sampling.factory.Sampler`` (``select``,
 ``observe`` returning an ``Observation``, exact ``state_dict`` round trip), so the simulator and
 the trainers use the same objects. Each class docstring cites the published code it follows
 (``docs/methods.md``, "The peers as published", summarises them) and names what differs; the

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from vade.checks import check_number
-from vade.sampling.checks import check_sizes, check_state
 from vade.sampling.observation import draws_for
+from vade.sampling.state import check_sizes, check_state, saved_state
 
 __all__ = ["PeerSampler", "initial_pass_rate"]
 
@@ -102,16 +102,10 @@ class PeerSampler:
         return draws_for(*self._last, idx)
 
     def state_dict(self) -> dict[str, Any]:
-        sel, p, gain = self._last
-        return {
-            "version": _STATE_VERSION,
-            "config": self.config,
-            "step": self.step,
-            "rng": self._rng.bit_generator.state,
-            "arrays": {name: getattr(self, name).copy() for name in self._STATE_ARRAYS},
-            "scalars": {name: getattr(self, name) for name in self._STATE_SCALARS},
-            "last_selection": {"indices": sel.copy(), "p": p.copy(), "gain": gain.copy()},
-        }
+        return saved_state(
+            _STATE_VERSION, self, rng=self._rng.bit_generator.state,
+            arrays={name: getattr(self, name).copy() for name in self._STATE_ARRAYS},
+            scalars={name: getattr(self, name) for name in self._STATE_SCALARS})
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a ``state_dict``; refuses one from a differently configured sampler."""

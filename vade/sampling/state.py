@@ -1,4 +1,5 @@
-"""Checks of sampler shapes and restored states (value checks: ``vade.checks``)."""
+"""A sampler's sizes and saved state: the checks of both, and the part of ``state_dict`` that
+the drawing samplers (VADE's and the peers') share (value checks of a config: ``vade.checks``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_sizes", "check_state"]
+__all__ = ["check_sizes", "check_state", "saved_state"]
 
 
 def check_sizes(n_samples: int, batch_size: int) -> None:
@@ -33,3 +34,11 @@ def check_state(state: Mapping[str, Any], version: int, config: Mapping[str, Any
                 f"sampler state has {key} = {saved.get(key)!r}, but this sampler "
                 f"was built with {key} = {value!r}"
             )
+
+
+def saved_state(version: int, sampler: Any, **own: Any) -> dict[str, Any]:
+    """``state_dict`` of a sampler that draws with scores: version, config and step, then its
+    ``own`` entries (in order), then the last selection that the next ``observe`` reads."""
+    sel, p, gain = sampler._last
+    return {"version": version, "config": sampler.config, "step": sampler.step, **own,
+            "last_selection": {"indices": sel.copy(), "p": p.copy(), "gain": gain.copy()}}

@@ -20,7 +20,7 @@ from vade.sampling.peers import PEERS
 from vade.sampling.uniform import UniformSampler
 from vade.sampling.vade import VadeSampler
 
-__all__ = ["METHODS", "Sampler", "make_sampler"]
+__all__ = ["SAMPLER_OPTIONS", "Sampler", "make_sampler"]
 
 
 class Sampler(Protocol):
@@ -45,7 +45,7 @@ class Sampler(Protocol):
 
 # the methods that are a sampler alone -> VadeSampler keyword overrides (None: uniform epochs);
 # the peer rows are built by ``vade.sampling.peers.PEERS`` instead
-METHODS: dict[str, dict[str, str] | None] = {
+SAMPLER_OPTIONS: dict[str, dict[str, str] | None] = {
     m.name: (dict(m.vade_options) if m.uses_posterior else None)
     for m in _TABLE.values() if m.shaping is None and m.chooser != "peer"
 }

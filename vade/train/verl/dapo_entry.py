@@ -57,7 +57,7 @@ from vade.train.verl import timelimit
 from vade.train.verl.batch import group_by_sample
 from vade.train.verl.dapo_cap import BudgetedLoader, generation_budget
 from vade.train.verl.difficulty import dataset_sample_ids
-from vade.train.verl.ppo_entry import _flag_on_signal
+from vade.train.verl.ppo_entry import run_hydra
 from vade.train.verl.rollouts import GEN_BATCHES, append_metric_record, rollouts_for
 from vade.train.verl.timelimit import stop_if_due
 from vade.train.verl.validated import write_validated_counts
@@ -265,20 +265,7 @@ def recipe_config_dir() -> Path:
 
 
 def main() -> None:
-    import hydra
-    import ray
-    from verl.experimental.reward_loop import migrate_legacy_reward_impl
-    from verl.trainer.main_ppo import run_ppo
-    from verl.utils.device import auto_set_device
-
-    def _run(config: Any) -> None:
-        _flag_on_signal()
-        auto_set_device(config)
-        config = migrate_legacy_reward_impl(config)
-        run_ppo(config, task_runner_class=ray.remote(num_cpus=1)(_task_runner_class()))
-
-    hydra.main(config_path=str(recipe_config_dir()), config_name="dapo_trainer",
-               version_base=None)(_run)()
+    run_hydra(recipe_config_dir(), "dapo_trainer", _task_runner_class, "vade.train.verl.dapo_entry")
 
 
 if __name__ == "__main__":

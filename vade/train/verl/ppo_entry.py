@@ -17,6 +17,7 @@ batch it has just observed). ``fit`` itself is not touched.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,10 +83,14 @@ def _task_runner_class() -> type:
     return VadeTaskRunner
 
 
-def main() -> None:
-    import hydra
+def run_hydra(config_dir: Path, config_name: str, task_runner_class: Callable[[], type],
+              entry: str) -> None:
+    """verl's start-up under Hydra, the same for this entry and the DAPO one: the checkpoint
+    signal's flag, the device, the legacy reward keys, then ``run_ppo`` with the entry's task
+    runner in a Ray actor. ``entry``, the entry's module, keeps Hydra's job name (its last part,
+    as when Hydra saw the entry's own file) and so its log file the entry's own."""
+    import hydra  # lazy: Hydra, Ray and verl exist only in the train-verl env
     import ray
-    import verl
     from verl.experimental.reward_loop import migrate_legacy_reward_impl
     from verl.trainer.main_ppo import run_ppo
     from verl.utils.device import auto_set_device
@@ -94,10 +99,17 @@ def main() -> None:
         _flag_on_signal()
         auto_set_device(config)
         config = migrate_legacy_reward_impl(config)
-        run_ppo(config, task_runner_class=ray.remote(num_cpus=1)(_task_runner_class()))
+        run_ppo(config, task_runner_class=ray.remote(num_cpus=1)(task_runner_class()))
 
-    config_dir = Path(verl.__file__).resolve().parent / "trainer" / "config"
-    hydra.main(config_path=str(config_dir), config_name="ppo_trainer", version_base=None)(_run)()
+    _run.__module__ = entry
+    hydra.main(config_path=str(config_dir), config_name=config_name, version_base=None)(_run)()
+
+
+def main() -> None:
+    import verl  # lazy: the train-verl env only
+
+    run_hydra(Path(verl.__file__).resolve().parent / "trainer" / "config", "ppo_trainer",
+              _task_runner_class, "vade.train.verl.ppo_entry")
 
 
 def _flag_on_signal() -> None:

@@ -1,7 +1,8 @@
 """``vade demo``: the sampler and its DuckDB history, end to end, in well under a minute.
 
-Until the tiny-VLM pipeline lands, the demo trains against the simulated environment of
-``vade.simulate`` (latent pass rates that move when trained on): the samplers see only
+The sampler alone, without a model: the demo trains against the simulated environment of
+``vade.simulate`` (latent pass rates that move when trained on; the tiny VLM pipeline is
+``make demo``): the samplers see only
 (indices, r, G), as in a real trainer. Every method writes its own run file under
 ``<out>/runs/``, then the demo answers its questions with SQL over the catalog of those files
 and draws the paper's Figure 1 (effective-gradient ratio per step, vanilla vs VADE).

@@ -1,6 +1,6 @@
 """The paper's published numbers, transcribed once, so a report can print ours beside theirs.
 
-Source: ``shared/reference/vade-paper.txt`` (VADE, Tables 1, 2 and 5). Every value keeps where it
+Source: the VADE paper (arXiv 2511.18902), Tables 1, 2 and 5. Every value keeps where it
 came from (table, row, column) so a comparison line in a report can cite it. Scores are
 average@4 percentages. Model keys are the paper's model names; ``paper_model_for`` maps a run's
 model name onto them by its size tag (``7b`` / ``3b``).

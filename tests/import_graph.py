@@ -243,8 +243,8 @@ def in_function(arrows: list[Import]) -> list[Import]:
     return [a for a in arrows if a.in_function]
 
 
-def summary() -> dict[str, int]:
-    known = modules()
+def summary(package: Path = PACKAGE) -> dict[str, int]:
+    known = modules(package)
     arrows = imports(known)
     rooms = {room(m) for m in known}
     room_arrows = {(room(a.source), room(a.target)) for a in arrows if room(a.source) != room(a.target)}
@@ -262,8 +262,11 @@ def summary() -> dict[str, int]:
 
 
 def main() -> int:
-    arrows = imports()
-    for key, value in summary().items():
+    """``python tests/import_graph.py [-v] [PACKAGE_DIR]`` (default: this checkout's ``vade/``)."""
+    paths = [a for a in sys.argv[1:] if not a.startswith("-")]
+    package = Path(paths[0]).resolve() if paths else PACKAGE
+    arrows = imports(modules(package))
+    for key, value in summary(package).items():
         print(f"{key}: {value}")
     for component in cycles(arrows):
         print("cycle:", " <-> ".join(component))

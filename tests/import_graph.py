@@ -1,4 +1,4 @@
-"""The import graph of the ``vade`` package, read from its source with ``ast`` (nothing is imported).
+"""The import graph of the ``vade`` package, read from its source with ``ast`` (nothing imported).
 
 Why: an import cycle or an arrow from a low floor to a high one is invisible in a file's header
 when the import sits inside a function, and only shows up as an ``ImportError`` (or a slow
@@ -143,6 +143,43 @@ def imports(known: dict[str, Path] | None = None) -> list[Import]:
 HEAVY_LIBRARIES = frozenset({"torch", "verl", "vllm", "transformers", "lmms_eval", "ray", "mlflow"})
 
 
+def core_libraries() -> frozenset[str]:
+    """The import names of the package's own dependencies (``pyproject.toml``): always there,
+    so never a reason to import inside a function."""
+    import re
+
+    import tomllib
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.split(r"[\s<>=!~;\[]", d, maxsplit=1)[0].lower() for d in deps}
+    return frozenset({"pyyaml": "yaml"}.get(n, n) for n in names)
+
+
+def deferred_library_imports(known: dict[str, Path] | None = None
+                             ) -> list[tuple[str, int, set[str], str]]:
+    """(module, line, top-level names, text) of every import of a library (not ``vade``) inside
+    a function; the text starts at the import lines and comments right above it (its block)."""
+    known = known if known is not None else modules()
+    found = []
+    for name, path in known.items():
+        lines = path.read_text().splitlines()
+        for node, inside in _walk(ast.parse("\n".join(lines))):
+            if not inside or not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue
+            tops = ({a.name.split(".")[0] for a in node.names} if isinstance(node, ast.Import)
+                    else {(node.module or "").split(".")[0]})
+            if "vade" in tops:
+                continue
+            start = node.lineno - 1   # with the import lines and comments right above it
+            while start > 0 and lines[start - 1].strip().startswith(("import ", "from ", "#")):
+                start -= 1
+            text = "\n".join(lines[start: node.end_lineno])
+            found.append((name, node.lineno, tops, text))
+    return found
+
+
 def heavy_modules(known: dict[str, Path] | None = None,
                   arrows: list[Import] | None = None) -> dict[str, str]:
     """Module -> the heavy library it loads at import (directly or through top-level imports)."""
@@ -247,7 +284,8 @@ def summary(package: Path = PACKAGE) -> dict[str, int]:
     known = modules(package)
     arrows = imports(known)
     rooms = {room(m) for m in known}
-    room_arrows = {(room(a.source), room(a.target)) for a in arrows if room(a.source) != room(a.target)}
+    room_arrows = {(room(a.source), room(a.target)) for a in arrows
+                   if room(a.source) != room(a.target)}
     return {
         "lines": sum(len(p.read_text().splitlines()) for p in known.values()),
         "modules": len(known),
@@ -271,7 +309,8 @@ def main() -> int:
     for component in cycles(arrows):
         print("cycle:", " <-> ".join(component))
     for a in upward(arrows):
-        print(f"upward: {a.source}:{a.line} -> {a.target} (floor {floor(a.source)} -> {floor(a.target)})")
+        print(f"upward: {a.source}:{a.line} -> {a.target} "
+              f"(floor {floor(a.source)} -> {floor(a.target)})")
     if "-v" in sys.argv:
         for a in in_function(arrows):
             print(f"in function: {a.source}:{a.line} -> {a.target}")

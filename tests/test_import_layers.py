@@ -68,3 +68,15 @@ def test_cli_parser_loads_no_heavy_library() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=g.ROOT).stdout
     assert out.strip() == "[]"
+
+
+def test_imports_in_functions_are_optional_libraries_with_a_reason() -> None:
+    """The standard library and the package's own dependencies are imported at the top; an
+    import inside a function is of an optional library (torch, verl, vLLM, lmms-eval, ...) and
+    says why on its line or at the head of its block of imports (``# lazy: <reason>``)."""
+    core = g.core_libraries()
+    assert {"numpy", "duckdb", "yaml"} <= core
+    bad = [f"{module}:{line}: {text.strip().splitlines()[-1].strip()}"
+           for module, line, tops, text in g.deferred_library_imports()
+           if tops <= set(sys.stdlib_module_names) | core or "# lazy:" not in text]
+    assert bad == []

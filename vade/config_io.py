@@ -16,6 +16,7 @@ the verb that owns ``sampler`` and it would run on defaults.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -98,8 +99,6 @@ def check_sections(value: Any, source: str) -> dict[str, Any]:
     """``value`` when it is a mapping whose keys are all known sections (``SECTIONS``, and
     ``VERB_SECTIONS``); else a
     ValueError naming ``source`` and the first unknown key (with the closest known name)."""
-    import difflib
-
     if not isinstance(value, dict):
         raise ValueError(f"{source} must hold a mapping at the top level, got {type(value).__name__}")
     unknown = sorted(str(k) for k in value if k not in SECTIONS | VERB_SECTIONS)

@@ -11,7 +11,11 @@ and draws the paper's Figure 1 (effective-gradient ratio per step, vanilla vs VA
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
 
 from vade.methods import names_where
 from vade.sampling import make_sampler
@@ -33,11 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_method(method: str, runs_dir: Path, args: argparse.Namespace) -> Path:
     """Initial rollouts, then ``steps`` select -> rollouts -> train -> observe -> log."""
-    import time
-
-    import numpy as np
-    from tqdm import tqdm
-
     params = DynamicsParams(n_samples=args.n_samples)
     env = PassRateEnv(params, seed=args.seed)  # the same starting policy for every method
     g = params.group_size
@@ -86,10 +85,10 @@ GROUP BY r.run_id, r.method ORDER BY r.method
 
 def plot_effective_ratio(con, out: Path) -> Path:
     """Figure 1 of the paper: effective-gradient ratio per step, one line per method."""
-    import matplotlib
+    import matplotlib  # lazy: the report extra, slow to load
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: the report extra, slow to load
 
     rows = con.execute("SELECT r.method, s.step, s.effective_ratio FROM step_summary s"
                        " JOIN runs r USING (run_id) ORDER BY r.method, s.step").fetchall()

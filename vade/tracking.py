@@ -37,7 +37,10 @@ verl's own MLflow logger uses the same layout (experiment = ``trainer.project_na
 
 from __future__ import annotations
 
+import fcntl
+import json
 import math
+import os
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -78,15 +81,11 @@ class TrackingConfig:
     def uri_for(self, name: str) -> str:
         """Config ``tracking.mlflow_uri``, else ``$MLFLOW_TRACKING_URI`` (how the workflow passes
         it), else the local store ``sqlite:///results/<name>/mlflow.db``."""
-        import os
-
         return (self.mlflow_uri or os.environ.get("MLFLOW_TRACKING_URI")
                 or f"{_SQLITE}results/{name}/mlflow.db")
 
     def experiment_for(self, name: str) -> str:
         """Config ``tracking.experiment``, else ``$MLFLOW_EXPERIMENT_NAME``, else ``name``."""
-        import os
-
         return self.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or name
 
 
@@ -144,7 +143,6 @@ def _first_use_lock(uri: str) -> Iterator[None]:
     if not uri.startswith(_SQLITE):
         yield
         return
-    import fcntl
 
     with open(f"{uri[len(_SQLITE):]}.lock", "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -158,7 +156,7 @@ def _experiment(client: Any, name: str, artifacts: str | None) -> tuple[Any, str
     """(the experiment or None when this call created it, its id). On a tracking server, jobs
     that start together can all find no experiment and all create it (no file lock spans
     hosts): the losers read the winner's."""
-    from mlflow.exceptions import MlflowException
+    from mlflow.exceptions import MlflowException  # lazy: the cpu/workflow extra, seconds to load
 
     exp = client.get_experiment_by_name(name)
     if exp is not None:
@@ -178,7 +176,7 @@ class Tracker(NullTracker):
 
     def __init__(self, uri: str, experiment: str, run_name: str, mode: str = "resume",
                  key: str | None = None, run_id: str | None = None) -> None:
-        from mlflow.tracking import MlflowClient
+        from mlflow.tracking import MlflowClient  # lazy: the cpu/workflow extra, seconds to load
 
         if mode not in MODES:
             raise ValueError(f"tracker mode must be one of {MODES}, got {mode!r}")
@@ -233,6 +231,7 @@ class Tracker(NullTracker):
         """The run ``run_id`` when it exists, is not deleted and belongs to ``exp_id``."""
         if run_id is None:
             return None
+        # lazy: the cpu/workflow extra, seconds to load
         from mlflow.exceptions import MlflowException
 
         try:
@@ -244,7 +243,7 @@ class Tracker(NullTracker):
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         """Log flattened params; ones the run already holds are skipped (params are immutable)."""
-        from mlflow.entities import Param
+        from mlflow.entities import Param  # lazy: the cpu/workflow extra, seconds to load
 
         new = {k: v for k, v in flatten(params).items() if k not in self._params}
         items = [Param(k, v) for k, v in new.items()]
@@ -253,14 +252,14 @@ class Tracker(NullTracker):
         self._params.update(new)
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
-        from mlflow.entities import RunTag
+        from mlflow.entities import RunTag  # lazy: the cpu/workflow extra, seconds to load
 
         self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
         """Log at ``step``; when resuming, a metric the run already holds at this step or later (a
         replayed step) is skipped, so a resumed run's history has one value per step."""
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric  # lazy: the cpu/workflow extra, seconds to load
 
         now = int(time.time() * 1000)
         items = [Metric(k, float(v), now, int(step)) for k, v in metrics.items()
@@ -301,8 +300,6 @@ def recorded_run(folder: Path, uri: str | None) -> tuple[str | None, str]:
     """The MLflow run id ``folder`` recorded for the store ``uri`` (None when there is none, the
     store differs, or the record is a copy's: its recorded folder still exists and still records
     the same run), and a phrase for the log when it is not used."""
-    import json
-
     path = folder / RECORD
     try:
         record = json.loads(path.read_text())
@@ -323,9 +320,6 @@ def recorded_run(folder: Path, uri: str | None) -> tuple[str | None, str]:
 
 def record_run(folder: Path, tracker: NullTracker) -> None:
     """Write ``folder/mlflow.json`` for ``tracker``'s run (nothing when tracking is off)."""
-    import json
-    import os
-
     if tracker.run_id is None:
         return
     tmp = folder / f".{RECORD}.tmp-{os.getpid()}"

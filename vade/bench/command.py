@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 from vade.bench import reward, sampler
 
@@ -70,9 +72,6 @@ TARGETS = {"sampler": _sampler, "reward": _reward}
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-    from pathlib import Path
-
     result = TARGETS[args.target](args)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

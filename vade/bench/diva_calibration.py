@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from vade.data.records import Example, read_examples
 from vade.data.splits import rng_for
@@ -47,8 +48,6 @@ def calibrate(engine: Any, examples: Sequence[Example], *, rollouts: int, temper
               max_new_tokens: int, seed: int, level: int = 5,
               offsets: Sequence[int] = OFFSETS, progress: bool = True) -> dict[str, Any]:
     """Accuracy per offset on one variant of each row, plus the original's (``offset: null``)."""
-    from tqdm import tqdm
-
     def accuracy(batch: list[Example], stream: int) -> tuple[float, int]:
         ro = engine.generate(batch, rollouts, temperature=temperature,
                              max_new_tokens=max_new_tokens, seed=seed * 1_000 + stream)
@@ -79,10 +78,10 @@ def calibrate(engine: Any, examples: Sequence[Example], *, rollouts: int, temper
 
 
 def _plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
+    import matplotlib  # lazy: the report extra, slow to load
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: the report extra, slow to load
 
     rows = [r for r in result["table"] if r["offset"] is not None]
     base = next(r for r in result["table"] if r["offset"] is None)

@@ -18,6 +18,7 @@ import platform
 import statistics
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from vade.rewards import compute_score
@@ -67,8 +68,6 @@ def run_all(repeats: int, threads: int = 8) -> dict[str, Any]:
     """Median and worst seconds per answer over ``repeats`` runs in one long-lived worker thread
     (as verl's pool scores; after one warm-up that starts the thread's comparison child), with
     the score each got; then the threaded case (``threaded``)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=1) as pool:
         pool.submit(_score, *EASY).result(_GUARD_S)  # start the child: not part of any time
         rows = []

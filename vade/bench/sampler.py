@@ -7,6 +7,7 @@ per step <= 10 ms median. These are measured here, never asserted in tests.
 
 from __future__ import annotations
 
+import os
 import platform
 import tempfile
 import time
@@ -14,6 +15,7 @@ import tracemalloc
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import duckdb
 import numpy as np
 from tqdm import tqdm
 
@@ -108,10 +110,6 @@ def bench_logging(n: int = 100_000, batch: int = 512, steps: int = 30,
 
 
 def machine_info() -> dict[str, object]:
-    import os
-
-    import duckdb
-
     return {"python": platform.python_version(), "machine": platform.machine(),
             "cpu_count": os.cpu_count(), "numpy": np.__version__, "duckdb": duckdb.__version__,
             "processor": platform.processor() or platform.machine()}

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 
 from vade.config_io import load_config
@@ -80,8 +83,6 @@ def run_one(config: dict[str, Any], args: argparse.Namespace, algorithm: str,
     model_name = "toy" if args.toy else "tiny"
     out = args.out_dir / "runs" / f"{model_name}-{algorithm}-{method}-s{args.seed}"
     if out.exists():
-        import shutil
-
         shutil.rmtree(out)  # a benchmark measures a fresh run, never a resume
     paths = RunPaths(args.data_dir, args.model, out, args.difficulty)
     t = time.perf_counter()
@@ -92,8 +93,6 @@ def run_one(config: dict[str, Any], args: argparse.Namespace, algorithm: str,
 
 def _unshared(path: str, cfg: Any) -> Any:
     """``LocalPolicy`` with prompt sharing off (``share_prompts=False`` in both passes)."""
-    import functools
-
     policy = LocalPolicy.load(path, cfg)
     policy.engine.share_prompts = False
     policy.token_logprobs = functools.partial(token_logprobs, temperature=cfg.temperature,
@@ -120,10 +119,10 @@ def ratio_window(curve: list[dict[str, Any]], window: int) -> tuple[float, float
 
 def plot_curves(rows: list[dict[str, Any]], path: Path) -> Path:
     """Effective ratio per step and cumulative rollouts, one line per (algorithm, method)."""
-    import matplotlib
+    import matplotlib  # lazy: the report extra, slow to load
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: the report extra, slow to load
 
     runs = sorted({(r["algorithm"], r["method"]) for r in rows})
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -153,8 +152,6 @@ def print_phases(summary: list[dict[str, Any]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import duckdb
-
     args = parse_args(argv)
     config = load_config(argparse.Namespace(config=args.config, config_json=None))
     args.out_dir.mkdir(parents=True, exist_ok=True)

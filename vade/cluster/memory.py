@@ -23,7 +23,7 @@ Each phase also keeps ``RESERVE_GIB`` for the CUDA context, NCCL buffers and fra
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vade.cluster.models import ModelShape, shape_of
@@ -125,8 +125,6 @@ def check_layout(x: Layout, gpu_gib: float = DEFAULT_GPU_GIB) -> list[str]:
 
 
 def _with(x: Layout, **kw: Any) -> Layout:
-    from dataclasses import replace
-
     return replace(x, **kw)
 
 

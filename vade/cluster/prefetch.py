@@ -72,8 +72,8 @@ def check_room(cache: Path, need: int, min_free_gb: float,
 
 def hub_bytes(asset: Asset) -> int:
     """Bytes of the files ``asset`` fetches, from the hub's listing (one call, no download)."""
-    from huggingface_hub import HfApi
-    from huggingface_hub.utils import filter_repo_objects
+    from huggingface_hub import HfApi  # lazy: the cpu extra (hub access)
+    from huggingface_hub.utils import filter_repo_objects  # lazy: the cpu extra (hub access)
 
     api = HfApi()
     info = (api.model_info if asset.kind == "model" else api.dataset_info)(
@@ -87,7 +87,7 @@ def hub_bytes(asset: Asset) -> int:
 def cache_records(hub: Path, asset: Asset, commit: str) -> list[dict[str, Any]] | None:
     """path, bytes and blob (the cache's content key: sha256 for LFS files) of a downloaded
     snapshot, from ``huggingface_hub.scan_cache_dir``; None when the scan does not list it."""
-    from huggingface_hub import scan_cache_dir
+    from huggingface_hub import scan_cache_dir  # lazy: the cpu extra (hub access)
 
     info = scan_cache_dir(hub)
     for repo in info.repos:
@@ -111,7 +111,7 @@ def file_records(root: Path) -> list[dict[str, Any]]:
 
 
 def _repo_dir(hub: Path, asset: Asset) -> Path:
-    from huggingface_hub.file_download import repo_folder_name
+    from huggingface_hub.file_download import repo_folder_name  # lazy: the cpu extra (hub access)
 
     return hub / repo_folder_name(repo_id=asset.id, repo_type=asset.repo_type)
 
@@ -143,12 +143,13 @@ def _local_snapshot(asset: Asset, src: Path, hub: Path) -> Path:
 def _config_files(snapshot: Path, name: str | None):
     """The data files of one dataset config: the card's ``configs:`` (what the hub uses), else
     a ``<name>/`` folder or the repository's own split layout."""
+    # lazy: the cpu extra, seconds to load
     from datasets.data_files import DataFilesDict, get_data_patterns, sanitize_patterns
 
     readme = snapshot / "README.md"
     if readme.is_file():
-        from datasets.utils.metadata import MetadataConfigs
-        from huggingface_hub import DatasetCard
+        from datasets.utils.metadata import MetadataConfigs  # lazy: the cpu extra, seconds to load
+        from huggingface_hub import DatasetCard  # lazy: the cpu extra (hub access)
 
         configs = MetadataConfigs.from_dataset_card_data(DatasetCard.load(readme).data)
         key = name or configs.get_default_config_name() or "default"
@@ -162,6 +163,7 @@ def _config_files(snapshot: Path, name: str | None):
 def prepare_dataset(asset: Asset, snapshot: Path, commit: str, datasets_cache: Path) -> list:
     """Prepare each config of a staged dataset in the datasets cache under its hub id, as
     ``load_dataset(id, name)`` online would, so that it loads offline (and with no token)."""
+    # lazy: the cpu extra, seconds to load
     from datasets.packaged_modules.parquet.parquet import Parquet, ParquetConfig
 
     done = []
@@ -227,6 +229,7 @@ def prefetch(config: Mapping[str, Any], *, download: Callable[..., str] | None =
     check_writable(hub)
     local = cluster.local_assets
     if download is None and local is None:
+        # lazy: the cpu extra (hub access)
         from huggingface_hub import snapshot_download as download
 
         sizes = sizes or hub_bytes

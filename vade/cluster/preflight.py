@@ -11,6 +11,7 @@ can give a GPU node's answers; on a CPU machine the real probe reports no GPU.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import re
 import shutil
@@ -141,7 +142,7 @@ def probe_gpus() -> list[float]:
     """Memory (GiB) of each GPU this process may use: torch's view (it honours
     CUDA_VISIBLE_DEVICES), else nvidia-smi's; [] when there is none."""
     try:
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         if torch.cuda.is_available():
             return [torch.cuda.get_device_properties(i).total_memory / 2**30
@@ -197,8 +198,6 @@ def check_gpus(config: Mapping[str, Any], stage: str, gpus: Sequence[float],
 
 
 def _manifest(cache: Path) -> dict[str, Any]:
-    import json
-
     path = cache / "manifest.json"
     if not path.is_file():
         return {}

@@ -47,7 +47,7 @@ def benchmark_datasets(names: Sequence[str]) -> list[tuple[str, str | None]]:
 
 
 def _columns(ds: Any) -> tuple[list[str], str | None]:
-    import datasets
+    import datasets  # lazy: the cpu extra, seconds to load
 
     images = [n for n, f in ds.features.items() if isinstance(f, datasets.Image)]
     question = next((c for c in ("question", "query") if c in ds.column_names), None)

@@ -7,6 +7,7 @@ argument (Snakemake passes ``data/<name>``). The folder appears whole or not at 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from typing import Any
 
@@ -56,8 +57,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _probe(cfg: Any, args: argparse.Namespace) -> int:
-    import json
-
     if cfg.kind != "paper":
         raise ValueError("vade build-data --probe reads the paper's sources: data.kind must be "
                          "'paper'")

@@ -58,7 +58,7 @@ class Item:
 
 def check_image(data: object) -> bytes:
     """Encoded image bytes that PIL fully decodes; ``InvalidRow`` otherwise."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image, UnidentifiedImageError  # lazy: pillow, the cpu extra
 
     if isinstance(data, dict):  # datasets' undecoded Image: bytes inline, or a file path
         path = data.get("path")
@@ -92,7 +92,7 @@ def image_hash(data: bytes) -> str:
     only the container changed (PNG re-saved, metadata stripped); a JPEG re-compression or a
     rescale changes pixels, which the perceptual hash (``vade.data.phash``) catches instead.
     """
-    from PIL import Image
+    from PIL import Image  # lazy: pillow, the cpu extra
 
     with Image.open(io.BytesIO(data)) as img:
         rgb = img.convert("RGB")

@@ -33,6 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from vade.data.items import Item, check_image, image_hash, normalise_question
 from vade.data.phash import DHashIndex, dhash, hamming
 from vade.data.sources.answers import strip_instructions
@@ -188,8 +190,6 @@ def _from_json(path: Path, keys: KeySet) -> None:
 
 
 def _from_parquet(path: Path, keys: KeySet) -> None:
-    import pyarrow.parquet as pq
-
     table = pq.read_table(path)
     cols = set(table.column_names)
     if not cols & {"image_sha256", "image_dhash", "question", "image"}:

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from vade.data.benchmarks import benchmark_keys
 from vade.data.config import DataConfig, PaperConfig
 from vade.data.items import Item
@@ -41,8 +43,6 @@ def collect_task(spec: SourceSpec, ds: Any, count: int, *, seed: int, exclusion:
                  ) -> tuple[list[Item], RowTally, dict[str, Any]]:
     """Up to ``count`` usable items of one task, the tally of visited rows and the overlap
     report (rows excluded per reason and per benchmark, with examples)."""
-    from tqdm import tqdm
-
     rows = SourceRows(spec, ds)
     reasons: Counter = Counter()
     origins: Counter = Counter()
@@ -78,8 +78,6 @@ def collect_task(spec: SourceSpec, ds: Any, count: int, *, seed: int, exclusion:
 def build_exclusion(paper: PaperConfig, progress: bool = True
                     ) -> tuple[Exclusion, dict[str, Any]]:
     """The exclusion keys of the configured files and benchmark splits, and what was read."""
-    from tqdm import tqdm
-
     keys = KeySet()
     keys.update(keys_from_files(paper.exclude))
     report: dict[str, Any] = {}

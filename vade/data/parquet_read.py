@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import pyarrow as pa
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 __all__ = ["num_rows", "read_table"]
 
@@ -32,9 +31,6 @@ def _existing(path: str | Path) -> Path:
 
 def read_table(path: str | Path, columns: Sequence[str] | None = None) -> pa.Table:
     """``pyarrow.parquet.read_table`` with the file named in every error."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     path = _existing(path)
     try:
         return pq.read_table(path, columns=list(columns) if columns is not None else None)
@@ -44,9 +40,6 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None) -> pa.Tab
 
 def num_rows(path: str | Path) -> int:
     """Rows of a parquet file from its footer (cheap: no data is read)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     path = _existing(path)
     try:
         return int(pq.ParquetFile(path).metadata.num_rows)

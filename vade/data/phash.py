@@ -28,7 +28,7 @@ MIN_BITS = HASH_SIZE * HASH_SIZE // 32   # fewer set (or unset) bits than this: 
 
 def dhash(data: bytes) -> str:
     """The difference hash of encoded image bytes, as hex (``HASH_SIZE**2 / 4`` characters)."""
-    from PIL import Image
+    from PIL import Image  # lazy: pillow, the cpu extra
 
     with Image.open(io.BytesIO(data)) as img:
         img = img.convert("RGBA")

@@ -23,6 +23,7 @@ training, in the middle of a batch, without the file's name.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,9 +89,7 @@ def example_from_row(row: dict[str, Any]) -> Example:
 
 def check_example(example: Example) -> None:
     """Raise ValueError (naming the row) unless the row has an answer and every image decodes."""
-    import io
-
-    from PIL import Image
+    from PIL import Image  # lazy: pillow, the cpu extra
 
     where = f"row index={example.index}"
     if not example.ground_truth.strip():

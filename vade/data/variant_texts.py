@@ -28,6 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
 from vade.data.records import read_examples
 
 __all__ = ["PROMPT_VERSION", "Endpoint", "add_arguments", "build_variant_texts", "parse_steps",
@@ -115,10 +119,6 @@ def _load_cache(path: Path) -> dict[str, str]:
 def build_variant_texts(train: Path, out: Path, endpoint: Endpoint, *, limit: int | None = None,
                         progress: bool = True) -> dict[str, Any]:
     """Ask for (or reuse) every row's steps and rephrasing; write ``out`` when all are valid."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from tqdm import tqdm
-
     examples = read_examples(train)[:limit]
     cache_path = out.with_name(out.stem + ".cache.jsonl")
     cache = _load_cache(cache_path)

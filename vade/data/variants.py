@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from vade.data.items import Item
 from vade.data.records import IMAGE_TOKEN, Example, example_from_row
@@ -75,8 +76,6 @@ def variant_row(ex: Example, offset: int, level: int, rng: np.random.Generator,
 
 def read_variant_texts(path: str | Path) -> dict[int, dict[str, Any]]:
     """``variants.parquet`` of ``vade build-variants``: sample id -> {steps, rephrasing}."""
-    import pyarrow.parquet as pq
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"variant texts not found: {path} (run `vade build-variants`)")

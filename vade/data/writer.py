@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from vade.data.items import Item
 from vade.data.records import IMAGE_TOKEN
 from vade.store.file_format import connect_for_writing
@@ -38,8 +41,6 @@ class SplitFile:
 
 
 def verl_schema(with_difficulty: bool) -> Any:
-    import pyarrow as pa
-
     extra = [("split", pa.string()), ("index", pa.int64()), ("uid", pa.string()),
              ("task", pa.string()), ("domain", pa.string()), ("answer_type", pa.string()),
              ("question", pa.string()), ("answer", pa.string())]
@@ -95,9 +96,6 @@ def files_sha256(files: list[Path], root: Path | None = None) -> str:
 
 
 def _write_parquet(path: Path, rows: list[dict[str, Any]], with_difficulty: bool) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist(rows, schema=verl_schema(with_difficulty))
     # Small row groups keep verl/datasets' lazy reads cheap with image bytes inline.
@@ -105,8 +103,6 @@ def _write_parquet(path: Path, rows: list[dict[str, Any]], with_difficulty: bool
 
 
 def _write_catalog(path: Path, records: list[dict[str, Any]], with_difficulty: bool) -> None:
-    import pyarrow as pa
-
     cols = ["sample_id", "uid", "task", "domain", "split", "answer_type"]
     if with_difficulty:
         cols.append("difficulty")

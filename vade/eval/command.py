@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import tempfile
@@ -126,8 +127,6 @@ def _required(args: argparse.Namespace, *names: str) -> None:
 
 def _companions(rows) -> dict[str, dict[str, float]]:
     """benchmark -> companion name -> mean over the repeats (from each row's ``extras``)."""
-    import json
-
     got: dict[str, dict[str, list[float]]] = {}
     for r in rows:
         for name, v in (json.loads(r.extras) if r.extras else {}).items():
@@ -169,7 +168,7 @@ def _report(args, config, cfg, target, rows) -> int:
 def _preload(cfg, benchmarks, include, defaults):
     """lmms-eval's TaskManager with every benchmark's task built and counted (vade.eval.preload);
     the evaluation reuses it."""
-    from lmms_eval.tasks import TaskManager
+    from lmms_eval.tasks import TaskManager  # lazy: lmms-eval: the eval envs only
 
     manager = TaskManager("WARNING", include_path=list(include) or None,
                           include_defaults=defaults,
@@ -208,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.data_dir:
             raise ValueError("--data-dir is required when evaluate.kind is synthetic")
     if cfg.threads:  # as under Snakemake: torch's default (all cores) is ~13x slower on 2 cores
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         torch.set_num_threads(cfg.threads)
     repeats = None if args.repeat is None else [args.repeat]

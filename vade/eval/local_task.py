@@ -27,7 +27,7 @@ def _where(doc: dict[str, Any]) -> str:
 
 def doc_to_visual(doc: dict[str, Any]) -> list[Any]:
     """The row's images as RGB PIL images (lmms-eval places them before the text)."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image, UnidentifiedImageError  # lazy: pillow, the cpu extra
 
     out = []
     for i, img in enumerate(doc.get("images") or []):

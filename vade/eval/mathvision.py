@@ -85,7 +85,7 @@ def _latex_value(text: str) -> Number:
     1.5.4 (the one installable beside math-verify) differs: ``$...$`` unwrapped,
     ``\\displaystyle`` dropped, no value for an equation whose left side is not one symbol or
     for a number followed by letters."""
-    from latex2sympy2 import latex2sympy
+    from latex2sympy2 import latex2sympy  # lazy: the cpu extra; SymPy loads in seconds
 
     inner = text.strip()
     if len(inner) > 2 and inner[0] == inner[-1] == "$":

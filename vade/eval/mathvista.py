@@ -21,6 +21,7 @@ the relay counts that call as failed (``vade.eval.judge``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,7 +62,7 @@ def extract(response: str, doc: dict[str, Any]) -> str:
 
 
 def _nearest(text: str, choices: Sequence[str]) -> str:
-    from Levenshtein import distance
+    from Levenshtein import distance  # lazy: the eval extra
 
     distances = [distance(text, c) for c in choices]
     return choices[distances.index(min(distances))]
@@ -72,8 +73,6 @@ def normalize(extraction: str, question_type: str, answer_type: str,
     """Step 2 (see module doc)."""
     text = str(extraction).strip()
     if question_type == "multi_choice":
-        import re
-
         bracketed = re.findall(r"\(([a-zA-Z])\)", text)
         if bracketed:
             text = bracketed[0].upper()

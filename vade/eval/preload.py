@@ -34,7 +34,7 @@ def _leaves(node: Any) -> list[tuple[str, Any]]:
 def preload_tasks(benchmarks: Sequence[Benchmark], manager: Any) -> dict[str, int]:
     """Items per benchmark (all its tasks' evaluation docs); ValueError naming the benchmark
     when its task is unknown to ``manager``, its dataset does not load, or it has no item."""
-    from lmms_eval.tasks import get_task_dict
+    from lmms_eval.tasks import get_task_dict  # lazy: lmms-eval: the eval envs only
 
     counts: dict[str, int] = {}
     for i, bench in enumerate(benchmarks):

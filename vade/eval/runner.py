@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from vade.eval.config import Benchmark, EvaluateConfig
 from vade.eval.pixels import limits_env
 from vade.eval.store import EvalRow
@@ -222,9 +224,8 @@ def evaluate_checkpoint(cfg: EvaluateConfig, target: Target, benchmarks: Sequenc
     each repeat, before its rows count (the judge's liveness and error check); ``samples_log``
     keeps every sample (``write_samples``); ``manager``: lmms-eval's TaskManager when the caller
     built one already (``vade.eval.preload``)."""
-    from lmms_eval.evaluator import simple_evaluate
-    from lmms_eval.tasks import TaskManager
-    from tqdm import tqdm
+    from lmms_eval.evaluator import simple_evaluate  # lazy: lmms-eval: the eval envs only
+    from lmms_eval.tasks import TaskManager  # lazy: lmms-eval: the eval envs only
 
     model = VLLM_MODEL if cfg.policy.engine == "vllm" else MODEL
     manager = manager or TaskManager("WARNING", include_path=list(include_path) or None,

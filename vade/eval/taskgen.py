@@ -17,6 +17,8 @@ import json
 import re
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from vade.eval.config import Benchmark
 
 __all__ = ["SHIPPED_TASKS", "local_benchmarks", "write_local_tasks"]
@@ -32,8 +34,6 @@ def _q(value: object) -> str:
 
 def local_benchmarks(eval_dir: Path) -> list[tuple[Benchmark, Path]]:
     """One benchmark per ``<domain>.parquet`` in ``eval_dir``, sorted by domain."""
-    import pyarrow.parquet as pq
-
     files = sorted(Path(eval_dir).glob("*.parquet"))
     if not files:
         raise FileNotFoundError(f"no held-out sets (*.parquet) in {eval_dir}")

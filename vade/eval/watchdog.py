@@ -15,6 +15,7 @@ made no judge call at all fails too (lmms-eval did not reach the judge: nothing 
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import signal
@@ -46,7 +47,7 @@ def bounded_retries(cfg: WatchdogConfig) -> Iterator[None]:
     ``max_retries`` times, ``retry_delay_s`` apart, ``call_timeout_s`` per call (lmms-eval's
     tasks hard-code 5, 10 s, 60 s); the class is restored after."""
     try:
-        from lmms_eval.llm_judge.protocol import ServerConfig
+        from lmms_eval.llm_judge.protocol import ServerConfig  # lazy: lmms-eval: the eval envs only
     except ImportError:  # no lmms-eval here: nothing to bound
         yield
         return
@@ -158,8 +159,6 @@ class JudgeWatchdog:
                 if main_thread_signal:
                     os.kill(os.getpid(), signal.SIGUSR1)
                 else:
-                    import _thread
-
                     _thread.interrupt_main()
 
     def after_repeat(self, repeat: int) -> None:

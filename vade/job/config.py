@@ -8,8 +8,10 @@ config key when set here, else the default below with the reason it was chosen.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from vade.checks import check_bool, check_float, reject_unknown
@@ -108,8 +110,6 @@ def job_env(config: Mapping[str, Any]) -> dict[str, str]:
     datasets cache at a node-local mirror of the staged ``datasets/`` (``vade.job.scratch``:
     locks on local disk, data read from the cache). Empty for a config with no GPU stage (the
     CPU demo) or with ``offline: false``."""
-    from pathlib import Path
-
     cluster = ClusterConfig.from_config(config)
     resources = config.get("resources") or {}
     if not cluster.offline or not any((r or {}).get("gpu") for r in resources.values()):
@@ -132,8 +132,6 @@ READ_VARS = ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_RUN_ID", "
 def near_miss_env(environ: Mapping[str, str]) -> list[str]:
     """A line per set variable whose name is one letter or so from one we read, and is not
     that one (``MLFLOW_TRACKING_URL``): otherwise a typo silently falls back to a default."""
-    import difflib
-
     out = []
     for name in sorted(environ):
         if name in READ_VARS or "_" not in name:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping
 
 __all__ = ["allocated_cpus"]
@@ -11,9 +13,6 @@ def allocated_cpus(environ: Mapping[str, str] | None = None) -> tuple[int, str]:
     """(CPUs this job may use, where that came from). Ray counts every CPU of the node unless
     told (verl's ppo_trainer.yaml says to set ``ray_init.num_cpus`` under SLURM); a 16-CPU
     allocation on a 128-CPU node would otherwise get 128 worker slots."""
-    import os
-    import re
-
     env = os.environ if environ is None else environ
     per_task = env.get("SLURM_CPUS_PER_TASK", "").strip()
     if per_task.isdigit() and int(per_task) > 0:

@@ -17,9 +17,13 @@ through a flag file (``VADE_CHECKPOINT_FLAG``), which the launcher writes when i
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +44,6 @@ def job_end_time(environ: Mapping[str, str] | None = None,
                  squeue: Callable[[str], str] | None = None) -> float | None:
     """The job's end in epoch seconds (``SLURM_JOB_END_TIME``, else ``squeue -o %e`` for
     ``SLURM_JOB_ID``), or None outside a time-limited job."""
-    from datetime import datetime
-
     env = os.environ if environ is None else environ
     raw = env.get(END_ENV, "").strip()
     if not raw and env.get("SLURM_JOB_ID"):
@@ -58,9 +60,6 @@ def job_end_time(environ: Mapping[str, str] | None = None,
 
 
 def _squeue_end(job_id: str) -> str:
-    import shutil
-    import subprocess
-
     exe = shutil.which("squeue")
     if not exe:
         return ""
@@ -119,8 +118,6 @@ class TimeGuard:
 
     def install(self) -> TimeGuard:
         """Handle the signals (main thread only; elsewhere the flag file and the clock serve)."""
-        import threading
-
         if threading.current_thread() is not threading.main_thread():
             return self
         for name in self.signals:

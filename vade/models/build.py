@@ -154,7 +154,7 @@ def build_base_model(cfg: ModelConfig, seed: int, out: str | Path,
 
 def _build_tiny(cfg: ModelConfig, seed: int, out: Path, examples: list[Example],
                 meta: dict[str, Any], progress: bool) -> dict[str, Any]:
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     if cfg.threads:
         torch.set_num_threads(cfg.threads)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from vade.checks import check_int
 from vade.config_io import add_config_arguments, load_config, section
@@ -32,8 +33,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     config = load_config(args)

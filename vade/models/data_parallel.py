@@ -49,8 +49,8 @@ class DataParallel:
     def __enter__(self) -> Self:
         if self.size == 1:
             return self
-        import torch
-        import torch.distributed as dist
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
+        import torch.distributed as dist  # lazy: torch (cpu/verl envs), seconds to load
 
         self._tmp = tempfile.mkdtemp(prefix="vade-dp-")
         sys.stdout.flush()
@@ -69,7 +69,7 @@ class DataParallel:
 
     def sum_(self, tensors: Sequence[torch.Tensor]) -> None:
         """Replace each tensor by its sum over the processes (one all-reduce for all of them)."""
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         if self.size == 1 or not tensors:
             return

@@ -64,7 +64,7 @@ class HFEngine:
     def generate(self, examples: Sequence[Example], n: int, *, temperature: float = 1.0,
                  max_new_tokens: int = 16, seed: int = 0, progress: Any = None) -> Rollouts:
         """``n`` sampled responses per example, grouped; ``progress`` gets ``update(k)`` per chunk."""
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         if n < 1:
             raise ValueError(f"HFEngine.generate: n must be >= 1, got {n}")

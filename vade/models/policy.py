@@ -90,6 +90,7 @@ class Policy(NamedTuple):
 
 def load_policy(path: str | Path, *, threads: int | None = None) -> Policy:
     """Open a saved policy folder (``save_pretrained`` of model + processor) on CPU, eval mode."""
+    # lazy: torch and transformers (the cpu extra) take seconds to load
     import torch
     from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration
 
@@ -130,7 +131,7 @@ class PromptInputs:
     def _patch_rows(self) -> list[torch.Tensor]:
         """Per prompt row, the indices of its rows in ``pixel_values`` (a row's images, and so
         its patches, are consecutive: one range per row, computed without a loop over images)."""
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         if self.image_grid_thw is None:
             return [torch.zeros(0, dtype=torch.long)] * len(self)
@@ -142,7 +143,7 @@ class PromptInputs:
 
     def select(self, rows: Sequence[int] | torch.Tensor) -> PromptInputs:
         """The given rows (any order, repeats allowed), all-padding left columns dropped."""
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         rows = torch.as_tensor(rows, dtype=torch.long).reshape(-1)
         if self.image_grid_thw is None:
@@ -161,14 +162,14 @@ class PromptInputs:
 
     def repeat_interleave(self, n: int) -> PromptInputs:
         """Each row n times in a row (rows 0,0,..,1,1,..): the layout of a group of G rollouts."""
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         return self.select(torch.arange(len(self)).repeat_interleave(n))
 
     @staticmethod
     def concat(parts: Sequence[PromptInputs], pad_token_id: int) -> PromptInputs:
         """Stack batches with different prompt lengths (left-padding the shorter ones)."""
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         if not parts:
             raise ValueError("PromptInputs.concat needs at least one batch")
@@ -204,7 +205,7 @@ def chat_messages(messages: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
 
 
 def _decode_images(example: Example) -> list[Any]:
-    from PIL import Image
+    from PIL import Image  # lazy: pillow, the cpu extra
 
     markers = sum(m["content"].count(IMAGE_TOKEN) for m in example.messages)
     if markers != len(example.images):
@@ -223,7 +224,7 @@ def _decode_images(example: Example) -> list[Any]:
 
 def encode_prompts(processor: Any, examples: Sequence[Example]) -> PromptInputs:
     """Chat-templated, left-padded prompts with their images, ready for generate/teacher forcing."""
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     if not examples:
         raise ValueError("encode_prompts: no examples")
@@ -247,7 +248,7 @@ def encode_prompts(processor: Any, examples: Sequence[Example]) -> PromptInputs:
 def encode_responses(tokenizer: Any, texts: Sequence[str], *, max_length: int | None = None
                      ) -> tuple[torch.Tensor, torch.Tensor]:
     """(response_ids, response_mask): each text + ``<|im_end|>``, right-padded, truncated."""
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else end
@@ -266,7 +267,7 @@ def encode_responses(tokenizer: Any, texts: Sequence[str], *, max_length: int | 
 def response_mask_from_ids(response_ids: torch.Tensor, eos_token_ids: Sequence[int]
                            ) -> torch.Tensor:
     """1 up to and including the first end-of-turn token of each row, 0 after it."""
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     is_eos = torch.isin(response_ids, torch.tensor(list(eos_token_ids), dtype=response_ids.dtype))
     eos_before = torch.cumsum(is_eos.long(), dim=1) - is_eos.long()  # eos strictly before t
@@ -295,7 +296,7 @@ def token_logprobs(model: Any, prompt_inputs: PromptInputs, response_ids: torch.
     (``vade.models.shared_prompt``, ~3x faster at 16 x 8; equal up to float rounding); False
     runs every row's full sequence, the reference the shared pass is tested against.
     """
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     n, length = response_ids.shape
     if n != len(prompt_inputs) or response_mask.shape != response_ids.shape:

@@ -63,7 +63,7 @@ class Rollouts:
             raise IndexError(f"Rollouts.select: rows out of range for {len(self)} responses")
         ids = mask = prompts = None
         if self.response_ids is not None:
-            import torch
+            import torch  # lazy: torch (cpu/verl envs), seconds to load
 
             idx = torch.as_tensor(rows)
             ids, mask = self.response_ids[idx], self.response_mask[idx]

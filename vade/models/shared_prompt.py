@@ -40,7 +40,7 @@ def distinct_prompts(prompts: PromptInputs) -> tuple[list[int], torch.Tensor]:
     Two rows are the same prompt when their token ids, attention mask and image patches are
     byte-equal (a hash of all three; rows of one group are repeats of one encoding, so equal).
     """
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     patch_rows = prompts._patch_rows()
     first: dict[bytes, int] = {}
@@ -64,7 +64,7 @@ def shared_prompt_logits(model: Any, prompts: PromptInputs, response_ids: torch.
                          response_mask: torch.Tensor) -> torch.Tensor | None:
     """Logits (N, L, V) predicting each response token, or None when no prompt repeats
     (then the plain pass is as cheap and the caller uses it)."""
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     order, inverse = distinct_prompts(prompts)
     if len(order) == len(prompts):
@@ -96,7 +96,7 @@ def sample_shared(model: Any, prompts: PromptInputs, n: int, *, temperature: flo
                   suppress: list[int]) -> torch.Tensor:
     """Response ids (U * n, L), rows k*n .. k*n+n-1 sampled after prompt k; temperature 0 is
     greedy. Draws from the global torch RNG (the caller seeds it)."""
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     logits, cache, start, mask = _prefill(model, prompts)
     cache.batch_repeat_interleave(n)

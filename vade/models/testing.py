@@ -9,9 +9,12 @@ bars and background noise, so a warm-started model gets a spread of per-item acc
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from vade.data.records import Example, example_from_row
 from vade.models.config import TinyArchConfig
@@ -24,7 +27,7 @@ BAR_QUESTION = ("Which bar is tallest? Answer with a letter (A, B, C or D) in \\
 
 
 def _bar_image(heights: np.ndarray, rng: np.random.Generator, size: int = 56) -> bytes:
-    from PIL import Image
+    from PIL import Image  # lazy: pillow, the cpu extra
 
     noise = rng.integers(0, 60, size=(size, size, 1))
     img = np.broadcast_to(200 + noise, (size, size, 3)).astype(np.uint8).copy()
@@ -68,11 +71,6 @@ def bar_examples(n: int, seed: int, split: str = "train") -> list[Example]:
 
 def write_rows(path: str | Path, rows: list[dict]) -> Path:
     """Write rows as a parquet file (atomically: temp name, then rename)."""
-    import os
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")

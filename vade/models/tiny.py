@@ -40,6 +40,7 @@ def corpus_from_examples(examples: Iterable) -> list[str]:
 
 def build_processor(corpus: Sequence[str], arch: TinyArchConfig) -> Qwen2_5_VLProcessor:
     """Tokenizer trained on ``corpus`` + slow image processor sized for small images."""
+    # lazy: the cpu extra, seconds to load
     from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
@@ -60,6 +61,7 @@ def build_processor(corpus: Sequence[str], arch: TinyArchConfig) -> Qwen2_5_VLPr
 
 def build_model(arch: TinyArchConfig, tokenizer, seed: int) -> Qwen2_5_VLForConditionalGeneration:
     """Randomly initialised weights; the same seed gives the same tensors bit for bit."""
+    # lazy: torch and transformers (the cpu extra) take seconds to load
     import torch
     from transformers import GenerationConfig, Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 

@@ -59,8 +59,9 @@ def train_tokenizer(corpus: Iterable[str], vocab_size: int = 512, model_max_leng
 
     ``vocab_size`` is an upper bound: BPE stops merging when no pair occurs twice.
     """
+    # lazy: the cpu extra
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import Qwen2TokenizerFast
+    from transformers import Qwen2TokenizerFast  # lazy: the cpu extra, seconds to load
 
     tok = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from tqdm import tqdm
 
 from vade.models.config import WarmStartConfig
 from vade.models.data_parallel import DataParallel
@@ -62,7 +63,7 @@ def _encode_all(processor: Any, examples: Sequence[Example], chunk: int = 256):
 def gold_response_prob(model: Any, processor: Any, examples: Sequence[Example],
                        batch_size: int = 128) -> np.ndarray:
     """P(model emits exactly ``\\boxed{answer}<|im_end|>``) per example at temperature 1."""
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     prompts, ids, mask = _encode_all(processor, examples)
     out = []
@@ -78,8 +79,7 @@ def gold_response_prob(model: Any, processor: Any, examples: Sequence[Example],
 def warm_start(model: Any, processor: Any, examples: Sequence[Example], cfg: WarmStartConfig,
                *, seed: int, progress: bool = True) -> dict[str, Any]:
     """Train ``model`` in place for ``cfg.steps`` steps; returns metrics (loss curve, timing)."""
-    import torch
-    from tqdm import tqdm
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     if cfg.steps == 0:
         return {"steps": 0}

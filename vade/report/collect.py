@@ -15,6 +15,8 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from vade import methods
 from vade.eval.store import average_at_k, open_eval_catalog
@@ -160,7 +162,7 @@ def _mlflow_curves(uri: str, experiment: str, run_ids: Sequence[str],
     """Metric histories by MLflow run name; an absent store or experiment yields nothing."""
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
         return {}
-    from mlflow.tracking import MlflowClient
+    from mlflow.tracking import MlflowClient  # lazy: the cpu/workflow extra, seconds to load
 
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name(experiment)
@@ -183,8 +185,6 @@ def _mlflow_curves(uri: str, experiment: str, run_ids: Sequence[str],
 def _initial_accuracy(paths: Sequence[str | Path]) -> dict[str, dict[int, float]]:
     """``.../difficulty/<model>/initial.parquet`` -> {model: {sample_id: r/G}}; a file directly
     in ``difficulty/`` applies to every model (key "*")."""
-    import pyarrow.parquet as pq
-
     out: dict[str, dict[int, float]] = {}
     for p in map(Path, paths):
         table = pq.read_table(p, columns=["sample_id", "correct", "rollouts"]).to_pydict()
@@ -196,9 +196,6 @@ def _initial_accuracy(paths: Sequence[str | Path]) -> dict[str, dict[int, float]
 
 def _initial_rollouts(paths: Sequence[str | Path]) -> dict[str, int]:
     """Total rollouts in each initial difficulty file (same keys as :func:`_initial_accuracy`)."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
     out: dict[str, int] = {}
     for p in map(Path, paths):
         total = pc.sum(pq.read_table(p, columns=["rollouts"]).column("rollouts")).as_py()

@@ -12,6 +12,7 @@ time-dependent is printed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from pathlib import Path
 
@@ -158,8 +159,6 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
 
 
 def run(args: argparse.Namespace) -> int:
-    import dataclasses
-
     config = load_config(args)
     cfg = ReportConfig.from_dict(section(config, "report", required=False))
     cfg = dataclasses.replace(cfg, benchmarks=table_columns(config, cfg))

@@ -55,10 +55,10 @@ def _heatmap_run(inputs: Inputs, wanted: str | None) -> str | None:
 def heatmap(inputs: Inputs, path: Path, n_items: int, seed: int,
             run: str | None = None) -> tuple[Path, str]:
     """Write the heatmap; return (path, a Markdown note naming the run and the items)."""
-    import matplotlib
+    import matplotlib  # lazy: the report extra, slow to load
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: the report extra, slow to load
 
     rid = _heatmap_run(inputs, run) if inputs.catalog is not None else None
     fig, ax = plt.subplots(figsize=(10, max(3.0, 0.24 * n_items + 1.4)))  # ~8 pt row labels
@@ -118,10 +118,10 @@ def _initial(inputs: Inputs, model: str) -> dict[int, float]:
 def selection_counts(inputs: Inputs, path: Path, edges: Sequence[float],
                      decimals: int = 2) -> tuple[Path, str]:
     """Mean times selected per item, by initial-difficulty bucket and method (seed mean)."""
-    import matplotlib
+    import matplotlib  # lazy: the report extra, slow to load
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: the report extra, slow to load
 
     labels = bucket_labels(edges)
     sections: list[str] = []

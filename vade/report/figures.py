@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from vade.methods import METHODS, names_where
 from vade.report.collect import Inputs, RunKey
 from vade.report.stats import mean_interval
@@ -39,7 +41,7 @@ def save(fig, path: Path) -> Path:
     tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
     fig.savefig(tmp, dpi=110, metadata=_PNG_META)
     os.replace(tmp, path)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: the report extra, slow to load
 
     plt.close(fig)
     return path
@@ -57,8 +59,6 @@ def _label(inputs: Inputs, key) -> str:
 
 def _score_band(ax, inputs: Inputs, key, curve, xs, color: str) -> None:
     """±1.96 standard errors of a mean over ``val/n`` items (binomial), where ``val/n`` is logged."""
-    import numpy as np
-
     items = inputs.runs[key.run_id].curves.get(VAL_ITEMS)
     if items is None:
         return
@@ -76,8 +76,6 @@ def seed_band(curves: Sequence, x: str) -> tuple:
     """(x, mean, low, high) over seeds at each step that at least two seeds have (a lone seed:
     its own steps, no band); x = the step, or the mean over seeds of the cumulative rollouts at
     that step."""
-    import numpy as np
-
     at: dict[int, list[tuple[float, float]]] = {}
     for c in curves:
         for step, value, rollouts in zip(c.step.tolist(), c.value.tolist(), c.rollouts.tolist()):
@@ -179,10 +177,10 @@ def _min_span(ax, span: float) -> None:
 def _grid(inputs: Inputs, methods: Sequence[str], panels: Sequence[tuple[str, str, str]],
           title: str, path: Path, score_metric: str | None = None,
           cost_axis: str = "generated") -> Path:
-    import matplotlib
+    import matplotlib  # lazy: the report extra, slow to load
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: the report extra, slow to load
 
     pairs = _pairs(inputs, methods)
     nrows = max(1, len(pairs))

@@ -50,7 +50,7 @@ def _embed_images(body: str, base: Path) -> str:
 def render_page(markdown_text: str, title: str, images_from: Path | None = None) -> str:
     """A complete HTML document of ``markdown_text`` (GitHub-style tables), images embedded from
     ``images_from`` when given."""
-    import markdown
+    import markdown  # lazy: the report extra
 
     body = markdown.markdown(markdown_text, extensions=["tables"], output_format="html")
     if images_from is not None:

@@ -89,7 +89,7 @@ def _small_numbers(args: Any) -> bool:
 
 def too_costly(expr: Any) -> bool:
     """True when comparing ``expr`` symbolically could take unbounded time (see module doc)."""
-    import sympy
+    import sympy  # lazy: the cpu extra; loads in seconds
 
     if not isinstance(expr, sympy.Basic):
         return False
@@ -119,6 +119,7 @@ def too_costly(expr: Any) -> bool:
 
 
 def _parse(text: str, timeout: int | None) -> list[Any]:
+    # lazy: the cpu extra; SymPy loads in seconds
     from math_verify import LatexExtractionConfig, parse
 
     # Inline math must be one line and contain no '$' of its own.
@@ -132,8 +133,8 @@ def _parse(text: str, timeout: int | None) -> list[Any]:
 def compare(gold: str, pred: str) -> bool:
     """math-verify's verdict after both screens, with no time bound of its own: the caller
     bounds it (``math_equal`` runs it in ``math_worker``'s child process)."""
-    from math_verify import verify
-    from math_verify.errors import TimeoutException
+    from math_verify import verify  # lazy: the cpu extra; SymPy loads in seconds
+    from math_verify.errors import TimeoutException  # lazy: the cpu extra; SymPy loads in seconds
 
     timeout = TIMEOUT_S if threading.current_thread() is threading.main_thread() else None
     try:

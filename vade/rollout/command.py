@@ -11,6 +11,9 @@ Reads the ``difficulty`` section and ``seed``. Writes ``initial.parquet``, ``dif
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+from pathlib import Path
 
 from vade.checks import check_int
 from vade.config_io import add_config_arguments, load_config, section
@@ -37,10 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-    import shutil
-    from pathlib import Path
-
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     config = load_config(args)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -26,6 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm import tqdm
 
 from vade.checks import check_float, check_int, reject_unknown
 from vade.rewards import score_batch
@@ -102,8 +106,6 @@ def initial_difficulty(engine: GenerationEngine, examples: Sequence[Example],
 
     ``resume_dir``: chunks already written there under the same ``resume_key`` (plus the
     config, seed and row count) are read back instead of generated."""
-    from tqdm import tqdm
-
     if not examples:
         raise ValueError("init-difficulty: the training split is empty")
     sample_ids = _check_sample_ids(examples)
@@ -151,8 +153,6 @@ class _Chunks:
     """Per-chunk counts on disk, valid only under the key they were written with."""
 
     def __init__(self, folder: Path, key: Mapping[str, Any]) -> None:
-        import shutil
-
         self.folder = folder
         text = json.dumps(key, sort_keys=True, default=str)
         key_file = folder / "key.json"
@@ -203,9 +203,6 @@ def format_histogram(hist: Sequence[int]) -> str:
 def write_difficulty(out: str | Path, result: Mapping[str, Any], *, cfg: DifficultyConfig,
                      extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """initial.parquet + difficulty.duckdb (table ``initial_difficulty``) + summary.json."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     table = pa.table({k: pa.array(np.asarray(result[k], dtype=np.int64), pa.int64())

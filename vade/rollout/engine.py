@@ -6,6 +6,7 @@ What every engine returns and promises (``Rollouts``, ``GenerationEngine``) is
 
 from __future__ import annotations
 
+import importlib.util
 from functools import partial
 from typing import Any
 
@@ -32,8 +33,6 @@ def make_engine(kind: str, model_path: str, *, batch_size: int = 64, threads: in
         model, processor = load_policy(model_path, threads=threads)
         return HFEngine(model, processor, batch_size=batch_size)
     if kind == "vllm":
-        import importlib.util
-
         if importlib.util.find_spec("vllm") is None:   # said before the GPU count is
             require_vllm()   # (not imported here: the engines' processes import it)
         groups = gpu_groups(visible_gpus() if gpus is None else gpus, tensor_parallel_size)

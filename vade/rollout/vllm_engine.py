@@ -28,7 +28,7 @@ __all__ = ["VLLMEngine", "request_seed", "require_vllm"]
 def require_vllm() -> Any:
     """The vllm module, or one clear error naming the alternative."""
     try:
-        import vllm
+        import vllm  # lazy: vLLM: the GPU envs only
     except ImportError as exc:
         raise RuntimeError(
             "difficulty.engine 'vllm' needs the vllm package, which is not installed in this "
@@ -49,7 +49,7 @@ class VLLMEngine:
                  gpu_memory_utilization: float = 0.85, dtype: str = "bfloat16",
                  **llm_kwargs: Any) -> None:
         vllm = require_vllm()
-        from transformers import AutoProcessor
+        from transformers import AutoProcessor  # lazy: the cpu extra, seconds to load
 
         self.model_path = str(model_path)
         self.processor = AutoProcessor.from_pretrained(self.model_path)
@@ -68,7 +68,7 @@ class VLLMEngine:
 
     def generate(self, examples: Sequence[Example], n: int, *, temperature: float = 1.0,
                  max_new_tokens: int = 16, seed: int = 0, progress: Any = None) -> Rollouts:
-        from vllm import SamplingParams
+        from vllm import SamplingParams  # lazy: vLLM: the GPU envs only
 
         if n < 1:
             raise ValueError(f"VLLMEngine.generate: n must be >= 1, got {n}")

@@ -11,6 +11,8 @@ import argparse
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 from vade.report.html import write_page
 from vade.simulate.compare import compare, lambda_sweep, summarise, with_overrides
 from vade.simulate.config import load_config
@@ -32,8 +34,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     cfg = with_overrides(load_config(args.config), seeds=args.seeds, steps=args.steps,
                          quick=args.quick)
     sweep_runs = 0 if args.no_sweep else (

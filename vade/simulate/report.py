@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from vade.simulate.compare import Comparison, SweepResult
 from vade.simulate.runner import CURVES
@@ -58,8 +59,6 @@ def _sweep_columns(sweep: SweepResult) -> dict[str, Any]:
 def write_tables(out_dir: Path, comp: Comparison, summary: list[dict[str, Any]],
                  sweep: SweepResult | None, config: dict[str, Any]) -> dict[str, Path]:
     """Write ``sim_*`` tables to ``out_dir/simulate.duckdb`` and one CSV each."""
-    import pyarrow as pa
-
     out_dir.mkdir(parents=True, exist_ok=True)
     tables = {
         "sim_steps": pa.table(_steps_columns(comp)),
@@ -92,10 +91,10 @@ def _band(ax: Any, x: np.ndarray, y: np.ndarray, label: str, color: Any) -> None
 
 def plot_curves(path: Path, comp: Comparison) -> Path:
     """Effective ratio per step (Fig. 1), pass rate per rollout (Fig. 4a), rollouts (Fig. 4b)."""
-    import matplotlib
+    import matplotlib  # lazy: the report extra, slow to load
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: the report extra, slow to load
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), constrained_layout=True)
     colors = plt.get_cmap("tab10")
@@ -125,10 +124,10 @@ def plot_curves(path: Path, comp: Comparison) -> Path:
 
 def plot_sweep(path: Path, sweep: SweepResult) -> Path:
     """Heatmaps over (lambda1, lambda2): mean effective ratio and rollouts to target."""
-    import matplotlib
+    import matplotlib  # lazy: the report extra, slow to load
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: the report extra, slow to load
 
     panels = (("mean effective ratio", sweep.mean_ratio, "{:.2f}", 1.0),
               ("rollouts to target (millions)", sweep.rollouts_to_target, "{:.2f}", 1e-6))

@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import IO
 
+import duckdb
+
 from vade.store import sql_output
 from vade.store.query import check_select_only, connect, explain_refusal
 from vade.store.sql_output import BATCH_ROWS, Stopped, Watch, memory_cap, parse_size
@@ -65,8 +67,6 @@ def _sink(output: str | None) -> IO[bytes]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import duckdb
-
     fmt = output_format(args.format, args.output)
     if not args.timeout > 0:
         raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout}")

@@ -22,11 +22,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
+
+import pyarrow.csv as pacsv
 
 __all__ = ["BATCH_ROWS", "SLACK_BYTES", "Watch", "memory_cap", "parse_size", "write_rows"]
 
@@ -72,8 +75,6 @@ def _data_bytes() -> int | None:
 def memory_cap(budget: int) -> Iterator[None]:
     """Lower ``RLIMIT_DATA`` to the current data size + ``budget`` + ``SLACK_BYTES`` inside the
     block, and restore it after (the command may run inside a longer-lived process)."""
-    import resource
-
     now = _data_bytes()
     old = resource.getrlimit(resource.RLIMIT_DATA)
     cap = None if now is None else now + budget + SLACK_BYTES
@@ -132,8 +133,6 @@ def write_rows(reader: Any, fmt: str, sink: IO[bytes], cap: int, watch: Watch) -
     (``csv`` or ``json``, a JSON array with one row per line), at most ``cap`` rows (0: no cap).
     Returns the rows written and whether more were left unwritten because of the cap. The
     output is complete and well-formed up to where it stopped."""
-    import pyarrow.csv as pacsv
-
     written, more = 0, False
     csv_writer = pacsv.CSVWriter(sink, reader.schema) if fmt == "csv" else None
     if fmt == "json":

@@ -38,14 +38,14 @@ _TEMP = re.compile(r"^\..+\.tmp-(\d+)$")  # .<final name>.tmp-<pid of the writer
 
 def capture_rng() -> dict[str, Any]:
     """The global RNG states a training step may touch (python, numpy legacy, torch CPU)."""
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     return {"python": random.getstate(), "numpy": np.random.get_state(),
             "torch": torch.get_rng_state()}
 
 
 def restore_rng(state: dict[str, Any]) -> None:
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
@@ -86,7 +86,7 @@ def save_checkpoint(directory: str | Path, step: int, state: dict[str, Any],
                     keep: int = 2, info: dict[str, Any] | None = None) -> Path:
     """Write ``state`` as ``step_<step>.pt`` and its manifest (``info`` plus the checksum)
     atomically; prune all but the newest ``keep``."""
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     if keep < 1:
         raise ValueError(f"keep must be >= 1, got {keep}")
@@ -120,7 +120,7 @@ def manifest(path: str | Path) -> dict[str, Any]:
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read a checkpoint written by :func:`save_checkpoint` (our own file: full unpickling),
     after checking its bytes against the manifest's checksum."""
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     path = Path(path)
     if not path.is_file():

@@ -12,6 +12,7 @@ with the final metrics (the rule's output).
 from __future__ import annotations
 
 import argparse
+import importlib
 from pathlib import Path
 
 from vade.config_io import add_config_arguments, load_config, section
@@ -40,8 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import importlib
-
     config = load_config(args)
     train = section(config, "train")  # required: an empty or lost block must not mean defaults
     if args.backend is None and "backend" not in train:

@@ -58,7 +58,7 @@ def _split_files(root: Path, split: str) -> list[Path]:
 
 def _undecoded(ds: Any) -> Any:
     """Image columns as {bytes, path} dicts (no PIL decode): the builder checks them itself."""
-    import datasets
+    import datasets  # lazy: the cpu extra, seconds to load
 
     for name, feature in ds.features.items():
         if isinstance(feature, datasets.Image) and feature.decode:
@@ -79,6 +79,7 @@ def _local_dir_commit(repo_root: Path, files: list[Path]) -> str | None:
     """The hub commit ``huggingface-cli download --local-dir`` recorded for these files (one
     commit for all of them), or None when the copy was made some other way."""
     try:
+        # lazy: the cpu extra (hub access)
         from huggingface_hub._local_folder import read_download_metadata
     except ImportError:  # pragma: no cover - huggingface_hub moved it
         return None
@@ -112,7 +113,7 @@ def _cache_provenance(spec: SourceSpec, ds: Any, use_hub: bool) -> dict[str, Any
     if entry is not None:
         return {"origin": f"prefetch:{entry.get('origin', '?')}",
                 "revision": entry.get("revision"), "commit": entry.get("commit")}
-    import datasets
+    import datasets  # lazy: the cpu extra, seconds to load
 
     files = [Path(f["filename"]) for f in getattr(ds, "cache_files", []) or []]
     commit = next((part for f in files for part in f.parts if _COMMIT.match(part)), None)
@@ -123,7 +124,7 @@ def _cache_provenance(spec: SourceSpec, ds: Any, use_hub: bool) -> dict[str, Any
 def load_source(spec: SourceSpec, *, local_dir: str | None, cache_dir: str | None,
                 use_hub: bool) -> tuple[Any, dict[str, Any]]:
     """(dataset with undecoded images, provenance dict for the manifest)."""
-    import datasets
+    import datasets  # lazy: the cpu extra, seconds to load
 
     tried: list[str] = []
     if local_dir:

@@ -12,6 +12,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from vade.data.config import DataConfig, SyntheticConfig
 from vade.data.items import Item
 from vade.data.splits import rng_for
@@ -65,8 +67,6 @@ def make_items(cfg: SyntheticConfig, seed: int, split: str, counts: dict[str, in
 def build_synthetic(cfg: DataConfig, out_dir: str | Path, *, progress: bool = True
                     ) -> dict[str, Any]:
     """Render every split and write them (train first, so train's index = row position)."""
-    from tqdm import tqdm
-
     syn = cfg.synthetic
     total = syn.train + syn.val + syn.warmstart + syn.eval * len(syn.domains)
     seen: set[str] = set()

@@ -58,7 +58,7 @@ def _finish(img, rng: np.random.Generator, d: float, noise: float) -> np.ndarray
 
 
 def encode_png(pixels: np.ndarray) -> bytes:
-    from PIL import Image
+    from PIL import Image  # lazy: pillow, the cpu extra
 
     buf = io.BytesIO()
     Image.fromarray(pixels, mode="RGB").save(buf, format="PNG")
@@ -77,7 +77,7 @@ def balance_angle(d: float) -> float:
 
 def render_count(rng: np.random.Generator, d: float, size: int, noise: float,
                  max_count: int = 5, **_: object) -> Rendered:
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw  # lazy: pillow, the cpu extra
 
     img = Image.new("RGB", (size, size), (255, 255, 255))
     draw = ImageDraw.Draw(img)
@@ -98,7 +98,7 @@ def render_count(rng: np.random.Generator, d: float, size: int, noise: float,
 
 def render_chart(rng: np.random.Generator, d: float, size: int, noise: float,
                  styles: tuple[str, ...] = ("bar", "line"), **_: object) -> Rendered:
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw  # lazy: pillow, the cpu extra
 
     style = styles[int(rng.integers(len(styles)))]
     top_max = size - 6
@@ -136,7 +136,7 @@ def render_chart(rng: np.random.Generator, d: float, size: int, noise: float,
 
 def render_balance(rng: np.random.Generator, d: float, size: int, noise: float,
                    **_: object) -> Rendered:
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw  # lazy: pillow, the cpu extra
 
     img = Image.new("RGB", (size, size), (255, 255, 255))
     draw = ImageDraw.Draw(img)

@@ -68,7 +68,7 @@ def hint_steps(item: Item, rng: np.random.Generator) -> list[str]:
 
 
 def _pixels(item: Item) -> np.ndarray:
-    from PIL import Image
+    from PIL import Image  # lazy: pillow, the cpu extra
 
     with Image.open(io.BytesIO(item.images[0])) as img:
         return np.asarray(img.convert("RGB"), dtype=np.float64)
@@ -76,7 +76,7 @@ def _pixels(item: Item) -> np.ndarray:
 
 def _perturb(item: Item, pixels: np.ndarray, ops: int, strength: float,
              rng: np.random.Generator) -> np.ndarray:
-    from PIL import Image, ImageFilter
+    from PIL import Image, ImageFilter  # lazy: pillow, the cpu extra
 
     kinds = ["noise", "salt_pepper", "blur", "low_res"]
     if item.task == "synthetic/count":
@@ -105,7 +105,7 @@ def _perturb(item: Item, pixels: np.ndarray, ops: int, strength: float,
 
 
 def _draw_question(pixels: np.ndarray, question: str) -> np.ndarray:
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw  # lazy: pillow, the cpu extra
 
     h, w = pixels.shape[:2]
     width = max(4, w // 6)  # PIL's default bitmap font is about 6 px per character

@@ -12,6 +12,7 @@ groups.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,8 +57,6 @@ def generate_groups(engine: Any, examples: Sequence[Any], ids: np.ndarray, group
                     ) -> tuple[np.ndarray, GeneratedPiece]:
     """G rollouts for each prompt ``ids``; returns (r = correct rollouts per prompt, piece).
     ``phases`` (a ``vade.train.local.timing.Phases``) gets the generation and reward seconds."""
-    from contextlib import nullcontext
-
     def timed(phase: str) -> Any:
         return nullcontext() if phases is None else phases.time(phase)
 
@@ -105,13 +104,13 @@ class StepBatch:
         return len(self._refs)
 
     def _mask(self, k: int) -> Any:
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         return torch.as_tensor(self.pieces[k].rollouts.response_mask)
 
     def _gather(self, rows: np.ndarray, fn: Any) -> Any:
         """Apply ``fn(rollouts_subset) -> (n, L_piece)`` per piece; pad and reorder to ``rows``."""
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         rows = np.asarray(rows, dtype=np.int64)
         out = None
@@ -138,6 +137,6 @@ class StepBatch:
 
 
 def torch_float(x: Any) -> Any:
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     return torch.as_tensor(x).float()

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from vade.data.records import read_examples
 from vade.job.timelimit import TimeGuard, TimeLimitReached
@@ -69,7 +70,7 @@ def _validate(engine: Any, examples: list[Any], cfg: TrainConfig, step: int) -> 
 
 
 def _setup_torch(cfg: TrainConfig) -> None:
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     torch.set_num_threads(cfg.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -111,8 +112,6 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
            load_policy: Callable[[str, TrainConfig], Any], examples: list[Any],
            val_examples: list[Any], alpha: np.ndarray | None, beta: np.ndarray | None,
            ) -> dict[str, Any]:
-    from tqdm import tqdm
-
     n_train = len(examples)
     _setup_torch(cfg)
     policy = load_policy(paths.model, cfg)
@@ -300,8 +299,6 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
             "dapo/generated_effective_ratio": float(np.mean((all_r > 0) & (all_r < g))),
         })
         if res.reason != "full":
-            from tqdm import tqdm
-
             tqdm.write(f"step {step}: DAPO kept {res.kept_indices.size}/{cfg.batch_size} "
                        f"informative groups ({res.reason}, {generated} rollouts)")
     elif shaper is not None:  # DIVA: each original beside one variant of itself

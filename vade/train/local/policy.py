@@ -8,6 +8,9 @@ so checkpoints carry only the trained weights and the optimizer.
 
 from __future__ import annotations
 
+import functools
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +42,7 @@ class LocalPolicy(ModelOptimizerState):
     ``optimizer``, ``engine`` (``HFEngine``) and ``token_logprobs`` at the rollout temperature."""
 
     def __init__(self, policy: Any, ref_model: Any | None, cfg: TrainConfig) -> None:
-        import functools
-
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         self.policy = policy
         self.model = policy.model
@@ -68,9 +69,6 @@ class LocalPolicy(ModelOptimizerState):
     def save_final(self, folder: Path) -> None:
         """``save_pretrained`` of model + processor, written under a temporary name and renamed,
         so evaluation never sees half a model."""
-        import os
-        import shutil
-
         tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         self.policy.save(tmp)

@@ -21,8 +21,11 @@ Every decision is one line in the log.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import duckdb
 
 from vade.store import RunStore
 from vade.store.file_format import connect_for_reading
@@ -39,10 +42,6 @@ from vade.train.local.resume import plan_resume
 from vade.train.recorder import RunRecorder
 from vade.train.run_folder import supersede
 
-if TYPE_CHECKING:
-    from vade.store import RunStore
-    from vade.train.recorder import RunRecorder
-
 __all__ = ["OpenRun", "open_run"]
 
 
@@ -58,15 +57,11 @@ class OpenRun:
 
 
 def _say(message: str) -> None:
-    import sys
-
     print(message, file=sys.stderr, flush=True)
 
 
 def _check_history(paths: RunPaths, step: int, checkpoint: Any) -> None:
     """The history holds exactly the steps 1..``step`` (read-only: nothing is written yet)."""
-    import duckdb
-
     con = connect_for_reading(paths.history)
     try:
         n, top = con.execute("SELECT count(DISTINCT step), coalesce(max(step), 0) FROM steps "

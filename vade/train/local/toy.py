@@ -10,6 +10,7 @@ in milliseconds per step, which is what resume-equivalence and DAPO integration 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,7 @@ class ToyRollouts:
     prompt_inputs: Any     # (N,) long: prompt id
 
     def select(self, rows: Sequence[int]) -> ToyRollouts:
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         idx = torch.as_tensor(list(rows), dtype=torch.long)
         return ToyRollouts(self.example_pos[np.asarray(rows, dtype=np.int64)],
@@ -44,7 +45,7 @@ class ToyRollouts:
 
 
 def _model(init_seed: int) -> Any:
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     class Toy(torch.nn.Module):
         def __init__(self) -> None:
@@ -60,7 +61,7 @@ def _model(init_seed: int) -> Any:
 
 
 def token_logprobs(model: Any, prompt_inputs: Any, response_ids: Any, response_mask: Any) -> Any:
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     logp = torch.log_softmax(model(prompt_inputs), dim=-1)
     first = logp.gather(1, response_ids[:, :1]).squeeze(1)
@@ -73,7 +74,7 @@ class ToyEngine:
 
     def generate(self, examples: Sequence[Any], n: int, *, temperature: float,
                  max_new_tokens: int, seed: int) -> ToyRollouts:
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         ids = torch.tensor([ex.index for ex in examples], dtype=torch.long)
         with torch.no_grad():
@@ -96,7 +97,7 @@ class ToyPolicy(ModelOptimizerState):
     """The bundle the loop expects: model, optimizer, ref_model, engine, token_logprobs."""
 
     def __init__(self, cfg: TrainConfig, init_seed: int = 1234) -> None:
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         self.model = _model(init_seed)
         self.ref_model = None
@@ -113,9 +114,7 @@ class ToyPolicy(ModelOptimizerState):
         return cls(cfg)
 
     def save_final(self, folder: Path) -> None:
-        import os
-
-        import torch
+        import torch  # lazy: torch (cpu/verl envs), seconds to load
 
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".toy.pt.tmp-{os.getpid()}"

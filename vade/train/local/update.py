@@ -34,7 +34,7 @@ def actor_update(policy: Any, batch: StepBatch, cfg: TrainConfig,
     ``phases`` (``vade.train.local.timing.Phases``) gets the no-grad passes as ``ref_logprob``
     and the rest as ``actor``.
     """
-    import torch
+    import torch  # lazy: torch (cpu/verl envs), seconds to load
 
     phases = phases if phases is not None else Phases()
 

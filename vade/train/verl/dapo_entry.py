@@ -240,12 +240,13 @@ def capped_trainer_class(base: type) -> type:
 
 
 def _task_runner_class() -> type:
-    from recipe.dapo.main_dapo import DAPOTaskRunner
+    from recipe.dapo.main_dapo import DAPOTaskRunner  # lazy: verl-recipe: the train-verl env only
 
     class VadeDAPOTaskRunner(DAPOTaskRunner):
         def run(self, config: Any) -> None:
             # DAPOTaskRunner.run imports RayDAPOTrainer from this module at call time (inside
             # the Ray actor), so the capped subclass is installed here, in that process.
+            # lazy: verl-recipe: the train-verl env only
             import recipe.dapo.dapo_ray_trainer as trainer_module
 
             timelimit.install(trainer_module)   # the recipe's expiration check, from SLURM
@@ -259,7 +260,7 @@ def _task_runner_class() -> type:
 
 
 def recipe_config_dir() -> Path:
-    from recipe.dapo import main_dapo
+    from recipe.dapo import main_dapo  # lazy: verl-recipe: the train-verl env only
 
     return Path(main_dapo.__file__).resolve().parent / "config"
 

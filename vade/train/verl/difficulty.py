@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sized
 
 import numpy as np
+import pyarrow.compute as pc
 
 __all__ = ["dataset_sample_ids"]
 
@@ -20,8 +21,6 @@ def dataset_sample_ids(dataset: Sized) -> np.ndarray:
     frame = getattr(dataset, "dataframe", None)
     ids: np.ndarray | None = None
     if frame is not None and "extra_info" in getattr(frame, "column_names", ()):
-        import pyarrow.compute as pc
-
         table = frame.select_columns(["extra_info"]).with_format("arrow")[:]
         column = table.column("extra_info")
         if "index" not in {f.name for f in column.type}:

@@ -40,7 +40,7 @@ _DEFAULTS = {"k": 0.1, "low_reward": 0.15, "low_reward_scale": 0.1}
 
 
 def _register() -> None:
-    from verl.trainer.ppo import core_algos
+    from verl.trainer.ppo import core_algos  # lazy: verl: the train-verl env only
 
     if ESTIMATOR in core_algos.ADV_ESTIMATOR_REGISTRY:
         return
@@ -97,6 +97,7 @@ def _wrap(original: Any) -> Any:
         if name != ESTIMATOR:
             return original(data, adv_estimator, *args, **kwargs)
         if "response_mask" not in data.batch.keys():  # noqa: SIM118 - a TensorDict, as in verl
+            # lazy: verl: the train-verl env only
             from verl.trainer.ppo.ray_trainer import compute_response_mask
 
             data.batch["response_mask"] = compute_response_mask(data)
@@ -112,14 +113,14 @@ def _wrap(original: Any) -> Any:
 
 def installed() -> bool:
     """Is the wrapper in place in this process?"""
-    from verl.trainer.ppo import ray_trainer
+    from verl.trainer.ppo import ray_trainer  # lazy: verl: the train-verl env only
 
     return hasattr(ray_trainer.compute_advantage, _FLAG)
 
 
 def install() -> None:
     """Register ``diva`` and wrap ``ray_trainer.compute_advantage`` once per process."""
-    from verl.trainer.ppo import ray_trainer
+    from verl.trainer.ppo import ray_trainer  # lazy: verl: the train-verl env only
 
     _register()
     if not installed():

@@ -33,6 +33,7 @@ its perturbations and question-in-image from its own image.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,14 +162,13 @@ class DivaDataset(RLHFDataset):
         originals (``RLHFDataset.maybe_filter_out_long_prompts``'s ``doc2len``), so a variant is
         held to the originals' rule. That count leaves the image tokens out: ``_build_messages``
         pops the images before the processor sees them (a verl-wide limitation, not DIVA's)."""
-        import copy
-
         doc = copy.deepcopy(row)
         if self.processor is None:
             ids = self.tokenizer.apply_chat_template(doc[self.prompt_key], tokenize=True,
                                                      add_generation_prompt=True,
                                                      **self.apply_chat_template_kwargs)
             return len(ids["input_ids"] if hasattr(ids, "keys") else ids)
+        # lazy: verl: the train-verl env only
         from verl.utils.dataset.vision_utils import process_image
 
         messages = self._build_messages(doc)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sized
-from dataclasses import replace
+from dataclasses import asdict, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -224,8 +224,6 @@ class DivaCurriculumSampler(VadeCurriculumSampler):
 
     # -- logging ----------------------------------------------------------------------------------
     def _open_recorder(self) -> None:
-        from dataclasses import asdict
-
         s = self.settings
         store = RunStore(s.store, s.run_id, snapshot_every=s.sampler.snapshot_every)
         self._recorder = RunRecorder(store, reopen_by_name(s.tracking_uri, s.experiment, s.run_id))

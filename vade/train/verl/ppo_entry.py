@@ -17,6 +17,7 @@ batch it has just observed). ``fit`` itself is not touched.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ _FLAG = "_vade_observes_before_checkpoint"
 
 def observe_before_checkpoint(base: type) -> type:
     """``base`` (``RayPPOTrainer`` or a subclass) observing the batch in ``_update_actor``."""
+    # lazy: verl: the train-verl env only
     from verl.experimental.dataset.sampler import AbstractCurriculumSampler
 
     class VadePPOTrainer(base):  # type: ignore[misc, valid-type]
@@ -60,8 +62,8 @@ def observe_before_checkpoint(base: type) -> type:
 def install() -> type:
     """Swap ``verl.trainer.main_ppo.RayPPOTrainer`` (the name ``TaskRunner.run`` builds) for the
     subclass, once per process; returns the class now in place."""
-    from verl.trainer import main_ppo
-    from verl.trainer.ppo import ray_trainer
+    from verl.trainer import main_ppo  # lazy: verl: the train-verl env only
+    from verl.trainer.ppo import ray_trainer  # lazy: verl: the train-verl env only
 
     from vade.train.verl.diva_advantage import install as install_diva_advantage  # lazy: torch
 
@@ -73,7 +75,7 @@ def install() -> type:
 
 
 def _task_runner_class() -> type:
-    from verl.trainer.main_ppo import TaskRunner
+    from verl.trainer.main_ppo import TaskRunner  # lazy: verl: the train-verl env only
 
     class VadeTaskRunner(TaskRunner):
         def run(self, config: Any) -> Any:
@@ -89,11 +91,12 @@ def run_hydra(config_dir: Path, config_name: str, task_runner_class: Callable[[]
     signal's flag, the device, the legacy reward keys, then ``run_ppo`` with the entry's task
     runner in a Ray actor. ``entry``, the entry's module, keeps Hydra's job name (its last part,
     as when Hydra saw the entry's own file) and so its log file the entry's own."""
-    import hydra  # lazy: Hydra, Ray and verl exist only in the train-verl env
+    # lazy: Hydra, Ray and verl exist only in the train-verl env
+    import hydra
     import ray
     from verl.experimental.reward_loop import migrate_legacy_reward_impl
     from verl.trainer.main_ppo import run_ppo
-    from verl.utils.device import auto_set_device
+    from verl.utils.device import auto_set_device  # lazy: verl: the train-verl env only
 
     def _run(config: Any) -> None:
         _flag_on_signal()
@@ -114,8 +117,6 @@ def main() -> None:
 
 def _flag_on_signal() -> None:
     """This driver only waits for Ray: a checkpoint signal becomes the trainer's flag file."""
-    import os
-
     if os.environ.get(FLAG_ENV):
         flag_on_signal(os.environ[FLAG_ENV])
 

@@ -36,6 +36,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
+import pyarrow.compute as pc
 from verl.experimental.dataset.sampler import AbstractCurriculumSampler
 
 from vade import methods
@@ -59,8 +60,6 @@ def dataset_labels(dataset: Sized) -> list[Any]:
     peer whose arms are the data's labels (published SEC); the peer names a missing one."""
     frame = getattr(dataset, "dataframe", None)
     if frame is not None and "extra_info" in getattr(frame, "column_names", ()):
-        import pyarrow.compute as pc
-
         column = frame.select_columns(["extra_info"]).with_format("arrow")[:].column("extra_info")
         if "difficulty" not in {f.name for f in column.type}:
             return [None] * len(column)

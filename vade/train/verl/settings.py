@@ -87,6 +87,7 @@ def _get(container: Any, key: str) -> Any:
 def _plain(block: Any) -> dict[str, Any]:
     """An OmegaConf node or a dict as a plain dict (Hydra turns ``null`` into None already)."""
     try:
+        # lazy: verl's OmegaConf: the train-verl env only
         from omegaconf import DictConfig, OmegaConf
 
         if isinstance(block, DictConfig):

@@ -26,6 +26,9 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
 from vade.store import RunStore
 from vade.tracking import Tracker
 from vade.train.verl.rollouts import read_metric_log
@@ -40,9 +43,6 @@ _CORE = re.compile(r"^val-core/(?P<source>.+)/(?P<var>[^/]+)/mean@(?P<k>\d+)$")
 
 def val_item_counts(val_parquet: str | Path) -> dict[str, int]:
     """Validation items per ``data_source`` in verl's ``data.val_files`` parquet."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
     path = Path(val_parquet)
     table = pq.read_table(path, columns=["data_source"])
     column = table.column("data_source")

@@ -203,6 +203,9 @@ def test_cli_quick_run_and_bad_config(tmp_path, capsys):
     assert "vade" in printed and "to target" in printed
     assert (out / "simulate.duckdb").is_file() and (out / "curves.png").is_file()
     assert not (out / "sweep.png").exists()
+    page = (out / "summary.html").read_text()  # a table and its figure, not a <pre> block
+    assert "<pre>" not in page and "<td>vade</td>" in page and page.count("<tr>") == 1 + 13
+    assert page.count('src="data:image/png;base64,') == 1 and "sweep" not in page
     bad = tmp_path / "bad.yaml"
     bad.write_text("dynamics:\n  learning_rate: -3\n")
     assert main(["simulate", "--config", str(bad), "--out", str(out)]) == 2

@@ -22,7 +22,7 @@ import numpy as np
 from vade.simulate.compare import Comparison, SweepResult
 from vade.simulate.runner import CURVES
 
-__all__ = ["format_table", "plot_curves", "plot_sweep", "write_tables"]
+__all__ = ["format_table", "plot_curves", "plot_sweep", "summary_page", "write_tables"]
 
 
 def _steps_columns(comp: Comparison) -> dict[str, Any]:
@@ -157,18 +157,44 @@ def _fmt(v: float, scale: float = 1.0, digits: int = 2) -> str:
     return "n/r" if math.isnan(v) else f"{v * scale:.{digits}f}"
 
 
+SUMMARY_COLUMNS = ("method", "ratio early", "ratio late", "final pass", "rollouts M",
+                   "to target M [min, max]", "reached")
+
+
+def _summary_cells(r: dict[str, Any]) -> list[str]:
+    """One summary row's cells (rollouts in millions; [min, max] over seeds)."""
+    span = (f"{_fmt(r['rollouts_to_target'], 1e-6)} "
+            f"[{_fmt(r['rollouts_to_target_min'], 1e-6)}, "
+            f"{_fmt(r['rollouts_to_target_max'], 1e-6)}]")
+    return [r["method"], f"{r['ratio_early']:.2f}", f"{r['ratio_late']:.2f}",
+            f"{r['final_pass_rate']:.3f}", f"{r['total_rollouts'] / 1e6:.2f}", span,
+            f"{r['seeds_reached']}/{r['seeds']}"]
+
+
 def format_table(summary: list[dict[str, Any]]) -> str:
-    """The summary as a fixed-width text table (rollouts in millions; [min, max] over seeds)."""
-    head = (f"{'method':<12} {'ratio early':>11} {'ratio late':>10} {'final pass':>10} "
-            f"{'rollouts M':>10} {'to target M [min, max]':>24} {'reached':>7}")
+    """The summary as a fixed-width text table, for the terminal."""
+    widths = (12, 11, 10, 10, 10, 24, 7)
+    head = " ".join(f"{c:<{w}}" if k == 0 else f"{c:>{w}}"
+                    for k, (c, w) in enumerate(zip(SUMMARY_COLUMNS, widths)))
     lines = [head, "-" * len(head)]
     for r in summary:
-        span = (f"{_fmt(r['rollouts_to_target'], 1e-6)} "
-                f"[{_fmt(r['rollouts_to_target_min'], 1e-6)}, "
-                f"{_fmt(r['rollouts_to_target_max'], 1e-6)}]")
-        lines.append(
-            f"{r['method']:<12} {r['ratio_early']:>11.2f} {r['ratio_late']:>10.2f} "
-            f"{r['final_pass_rate']:>10.3f} {r['total_rollouts'] / 1e6:>10.2f} {span:>24} "
-            f"{r['seeds_reached']:>4}/{r['seeds']}"
-        )
+        lines.append(" ".join(f"{c:<{w}}" if k == 0 else f"{c:>{w}}"
+                              for k, (c, w) in enumerate(zip(_summary_cells(r), widths))))
     return "\n".join(lines)
+
+
+def summary_page(setup: str, summary: list[dict[str, Any]], sweep: bool) -> str:
+    """``summary.html``'s Markdown: the summary as a table, then the figures (``curves.png``,
+    and ``sweep.png`` when the sweep ran), which ``write_page`` embeds as the report does."""
+    rows = [SUMMARY_COLUMNS, ["---"] + ["---:"] * 4 + ["---", "---:"],
+            *(_summary_cells(r) for r in summary)]
+    table = "\n".join("| " + " | ".join(row) + " |" for row in rows)
+    parts = ["# Sampler lab: summary", "", setup, "", table, "",
+             "Rollouts in millions; [min, max] over seeds; n/r: the target was not reached.", "",
+             "![curves](curves.png)", "",
+             ("Effective-gradient ratio per step, mean pass rate against rollouts and "
+              "cumulative rollouts per step: seed mean as a line, min-max over seeds as a band.")]
+    if sweep:
+        parts += ["", "![sweep](sweep.png)", "",
+                  "VADE over lambda1 x lambda2: mean effective ratio and rollouts to target."]
+    return "\n".join(parts) + "\n"

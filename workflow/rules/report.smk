@@ -33,6 +33,8 @@ rule report:
                     "kind": config["evaluate"].get("kind", "synthetic"),
                     "benchmarks": config["evaluate"].get("benchmarks"),
                 },
+                # the sampler lab's page is written beside the report: linked from it
+                "simulate": {"enabled": config["simulate"]["enabled"]},
             }
         ),
         histories=lambda wc, input: [str(Path(p).with_name("history.duckdb")) for p in input.runs],

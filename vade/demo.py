@@ -23,7 +23,7 @@ import duckdb
 import numpy as np
 from tqdm import tqdm
 
-from vade.methods import names_where
+from vade.methods import METHODS, names_where
 from vade.sampling import make_sampler
 from vade.simulate.dynamics import DynamicsParams, PassRateEnv
 from vade.store import RunStore, open_catalog
@@ -119,7 +119,8 @@ GROUP BY r.run_id, r.method ORDER BY r.method
 
 
 def plot_effective_ratio(con: duckdb.DuckDBPyConnection, out: Path) -> Path:
-    """Figure 1 of the paper: effective-gradient ratio per step, one line per method."""
+    """Figure 1 of the paper: effective-gradient ratio per step, one line per method (the
+    method table's colour and line style)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -131,7 +132,9 @@ def plot_effective_ratio(con: duckdb.DuckDBPyConnection, out: Path) -> Path:
     for method in sorted({m for m, _, _ in rows}):
         steps = [t for m, t, _ in rows if m == method]
         ratio = [v for m, _, v in rows if m == method]
-        ax.plot(steps, ratio, label=method, lw=1.5 if method in ("vanilla", "vade") else 0.8)
+        ax.plot(steps, ratio, label=method, color=METHODS[method].colour,
+                linestyle=METHODS[method].linestyle,
+                lw=1.5 if method in ("vanilla", "vade") else 0.8)
     ax.set_xlabel("training step")
     ax.set_ylabel("effective gradient ratio (0 < r < G)")
     ax.set_ylim(0, 1)

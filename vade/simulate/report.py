@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from vade.methods import METHODS
 from vade.simulate.compare import Comparison, SweepResult
 from vade.simulate.runner import CURVES
 
@@ -84,10 +85,13 @@ def write_tables(out_dir: Path, comp: Comparison, summary: list[dict[str, Any]],
     return paths
 
 
-def _band(ax: Any, x: np.ndarray, y: np.ndarray, label: str, color: Any) -> None:
-    """Seed mean as a line, min-max over seeds as a shaded band."""
-    ax.plot(x.mean(axis=0), y.mean(axis=0), label=label, color=color, lw=1.4)
-    ax.fill_between(x.mean(axis=0), y.min(axis=0), y.max(axis=0), color=color, alpha=0.18,
+def _band(ax: Any, x: np.ndarray, y: np.ndarray, method: str) -> None:
+    """Seed mean as a line, min-max over seeds as a shaded band, in the method's colour and
+    line style (the method table's palette, as in the report's figures)."""
+    row = METHODS[method]
+    ax.plot(x.mean(axis=0), y.mean(axis=0), label=method, color=row.colour,
+            linestyle=row.linestyle, lw=1.4)
+    ax.fill_between(x.mean(axis=0), y.min(axis=0), y.max(axis=0), color=row.colour, alpha=0.18,
                     lw=0)
 
 
@@ -99,13 +103,11 @@ def plot_curves(path: Path, comp: Comparison) -> Path:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), constrained_layout=True)
-    colors = plt.get_cmap("tab10")
-    for k, method in enumerate(comp.methods):
+    for method in comp.methods:
         c = comp.curves[method]
-        color = colors(k % 10)
-        _band(axes[0], c["step"], c["effective_ratio"], method, color)
-        _band(axes[1], c["cumulative_rollouts"] / 1e6, c["mean_pass_rate"], method, color)
-        _band(axes[2], c["step"], c["cumulative_rollouts"] / 1e6, method, color)
+        _band(axes[0], c["step"], c["effective_ratio"], method)
+        _band(axes[1], c["cumulative_rollouts"] / 1e6, c["mean_pass_rate"], method)
+        _band(axes[2], c["step"], c["cumulative_rollouts"] / 1e6, method)
     axes[1].axhline(float(comp.targets.mean()), color="k", ls=":", lw=1,
                     label="target (99.5% of DAPO best)")
     titles = ("effective-gradient ratio", "mean pass rate vs rollouts", "cumulative rollouts")

@@ -1,7 +1,7 @@
 # Shared helpers: config validation, the experiment grid, paths, and what each rule tracks.
 #
 # Rerun policy (the point of this file): each job's params hold exactly the config it depends
-# on and the version of the package code it runs (`code_version`), so Snakemake's params/code/input
+# on and the version of the package code it runs (`code_digest`), so Snakemake's params/code/input
 # triggers rerun a job when, and only when, something it uses changed. Settings that do not change
 # results (MLflow URI, SLURM resources) reach jobs through the environment, never through params.
 import json
@@ -165,7 +165,7 @@ def as_json(value):
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def code_version(command):
+def code_digest(command):
     """The code a job of `python -m vade <verb>` runs, as one params value: the count and digest of
     this checkout's package files in the verb module's import closure (vade/provenance.py; ROOT,
     which jobs run through PYTHONPATH, not whichever vade the Snakemake process imported). A change to any

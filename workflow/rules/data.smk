@@ -8,7 +8,7 @@ rule build_data:
     output:
         **data_outputs(),
     params:
-        code=code_version("vade.data.command"),
+        code=code_digest("vade.data.command"),
         # cluster.revisions: the commits data.paper.require_pinned checks the copies against
         cfg=as_json({"seed": config["seed"], "data": data_section(),
                      "cluster": {"revisions": config.get("cluster", {}).get("revisions", {})}}),

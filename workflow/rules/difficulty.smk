@@ -10,7 +10,7 @@ rule init_difficulty:
     output:
         f"{RESULTS}/difficulty/{{model}}/initial.parquet",
     params:
-        code=code_version("vade.rollout.command"),
+        code=code_digest("vade.rollout.command"),
         cfg=lambda wc: as_json({"seed": config["seed"], "difficulty": config["difficulty"]}),
         model=lambda wc: model_ref(wc.model),
         out=lambda wc, output: Path(output[0]).parent,

@@ -25,7 +25,7 @@ rule evaluate_repeat:  # (REPEAT_JOBS: eval_repeat_files asks for its outputs)
         run=r"[^/]+",
         repeat=r"\d+",
     params:
-        code=code_version("vade.eval.command"),
+        code=code_digest("vade.eval.command"),
         cfg=eval_params(),
         checkpoint=checkpoint_of,
         data_dir=DATA,
@@ -59,7 +59,7 @@ if REPEAT_JOBS:
         wildcard_constraints:
             run=r"[^/]+",
         params:
-            code=code_version("vade.eval.command"),
+            code=code_digest("vade.eval.command"),
             cfg=eval_params(),
         log:
             f"logs/{NAME}/evaluate/{{run}}.log",
@@ -81,7 +81,7 @@ else:
         wildcard_constraints:
             run=r"[^/]+",
         params:
-            code=code_version("vade.eval.command"),
+            code=code_digest("vade.eval.command"),
             cfg=eval_params(),
             checkpoint=checkpoint_of,
             data_dir=DATA,

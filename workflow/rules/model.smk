@@ -13,7 +13,7 @@ rule build_model:
     output:
         f"{RESULTS}/models/{{model}}/done.json",
     params:
-        code=code_version("vade.models.command"),
+        code=code_digest("vade.models.command"),
         cfg=lambda wc: as_json({"seed": config["seed"], "model": model_config(wc.model)}),
         out=lambda wc, output: Path(output[0]).parent,
     log:

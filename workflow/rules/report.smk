@@ -24,7 +24,7 @@ rule report:
             category="Figures",
         ),
     params:
-        code=code_version("vade.report.command"),
+        code=code_digest("vade.report.command"),
         cfg=as_json(
             {
                 "name": NAME,

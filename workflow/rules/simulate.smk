@@ -14,7 +14,7 @@ rule simulate:
         sweep=report(f"{REPORTS}/simulate/sweep.png", caption="../report/simulate.rst",
                      category="Sampler lab"),
     params:
-        code=code_version("vade.simulate.command"),
+        code=code_digest("vade.simulate.command"),
         quick="--quick" if config["simulate"]["quick"] else "",
         out=lambda wc, output: Path(output.summary).parent,
     log:

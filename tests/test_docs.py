@@ -2,10 +2,11 @@
 paper config, and no page talks about how the work was organised.
 
 Runnable blocks run for real (the ``vade`` command line of this venv) in a temporary folder that
-holds a copy of ``config/`` and small stand-ins for what ``make demo`` would have written: two run
-histories written by the project's own ``RunStore`` from real samplers, a data catalog with the
-catalog's columns, and one evaluation file written by ``write_eval_results``. The stand-ins replace
-only the hours of training that would make those files; every query runs against the real schema.
+holds a copy of ``config/``, a real (short) ``vade demo`` output, and small stand-ins for what
+``make demo`` would have written: two run histories written by the project's own ``RunStore`` from
+real samplers, a data catalog with the catalog's columns, and one evaluation file written by
+``write_eval_results``. The stand-ins replace only the hours of training that would make those
+files; every query runs against the real schema.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 import pytest
 import yaml
 
+from vade.cli import main as vade_main
 from vade.cluster.bill import split_rows
 from vade.config_io import read_yaml
 from vade.data.config import data_config_from_mapping
@@ -187,9 +189,12 @@ def _world(root: Path) -> None:
     """A folder that looks like a checkout after ``make demo`` and the study, in miniature."""
     shutil.copytree(ROOT / "config", root / "config")
     for name, run in (("tiny", "tiny-grpo-vade-s0"), ("tiny", "tiny-grpo-vanilla-s0"),
-                      ("tiny-study-peers", "tiny-grpo-greso-s0"),
                       ("tiny-study", "tiny-grpo-diva-s0")):
         _history(root / "results" / name / "runs" / run / "history.duckdb", run.split("-")[2])
+    # the demo itself, small: 50 steps reach its second whole-state snapshot
+    assert vade_main(["demo", "--out", str(root / "reports" / "demo"), "--n-samples", "200",
+                      "--batch-size", "16", "--steps", "50", "--methods", "vanilla", "vade",
+                      "greso-skip"]) == 0
     catalog = root / "data" / "tiny" / "samples.duckdb"
     catalog.parent.mkdir(parents=True)
     with duckdb.connect(str(catalog)) as con:
@@ -225,6 +230,22 @@ def test_runnable_block_runs(code: str, world: Path, tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
     assert proc.stdout.strip(), "the block printed nothing"
+
+
+# what ``make demo`` (config/tiny.yaml) and ``vade demo`` write; anything else is a study's output
+DEMO_OUTPUTS = ("results/tiny/", "data/tiny/", "reports/demo/")
+
+
+@pytest.mark.parametrize("code", runnable_blocks())
+def test_a_runnable_block_reads_the_demos_outputs_or_names_its_study(code: str) -> None:
+    """A reader runs a block after ``make demo`` or ``vade demo``: a ``--db`` outside their
+    outputs (a study's, hours of training) is allowed only in a block whose comment says
+    "needs the ... study's outputs"."""
+    elsewhere = [db for db in re.findall(r"--db\s+(\S+)", code)
+                 if not db.startswith(DEMO_OUTPUTS)]
+    named = re.search(r"^#.*needs the .* study's outputs", code, re.MULTILINE)
+    assert not elsewhere or named, (f"--db {elsewhere[0]} is no demo's output: read the "
+                                    "demo's, or say which study makes it")
 
 
 @pytest.mark.e2e

@@ -63,10 +63,14 @@ def test_rows_by_hand():
     assert dict(methods.get("greedy").vade_options) == {"exploration": "greedy"}
 
 
-def test_labels_and_colours_are_distinct():
+def test_labels_and_colour_style_pairs_are_distinct():
+    """Every method gets its own (colour, line style) from a palette a reader tells apart
+    (tab10's colours; lookalikes such as gray/silver or navy/slateblue are not in it)."""
     rows = list(methods.METHODS.values())
     assert len({r.label for r in rows}) == len(rows)
-    assert len({r.colour for r in rows}) == len(rows)
+    assert len({(r.colour, r.linestyle) for r in rows}) == len(rows)
+    assert {r.colour for r in rows} <= set(methods.PALETTE)
+    assert {r.linestyle for r in rows} <= set(methods.LINESTYLES)
 
 
 def test_unknown_name_and_bad_rows_are_refused():

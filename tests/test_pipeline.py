@@ -110,6 +110,21 @@ def test_changed_vade_lambda_reruns_only_vade_runs(completed: Path) -> None:
     reruns = set(re.findall(r"output: results/tiny/runs/([\w.-]+)/done.json", out))
     assert reruns == {"tiny-grpo-vade-s0", "tiny-gspo-vade-s0"}
     assert "Params have changed since last execution" in out
+    assert not re.findall(r"vade/[\w/]+\.py", out)  # no source files among inputs or reasons
+
+
+@on_the_shared_run
+def test_changed_report_code_reruns_only_the_report(completed: Path, tmp_path: Path) -> None:
+    """The code version in each rule's params covers the files its verb imports: an edit to the
+    report's tables reruns the report, not hours of training (a copy of the run is edited)."""
+    from smoke_pipeline import copy_of
+
+    clone = copy_of(completed, tmp_path / "clone")
+    tables = clone / "vade" / "report" / "tables.py"
+    tables.write_text(tables.read_text() + "\n# an edit\n")
+    proc = snakemake(clone, "-n", "--configfile", CONFIG)
+    assert proc.returncode == 0, proc.stderr
+    assert scheduled(proc) == {"report": 1, "all": 1}
 
 
 @on_the_shared_run

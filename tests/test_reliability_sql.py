@@ -48,6 +48,18 @@ def test_the_row_cap_stops_with_a_message_and_well_formed_output(db, tmp_path, c
                  "--format", "csv"]) == 0  # exactly at the cap: nothing left out
 
 
+def test_an_error_keeps_duckdbs_hint_on_its_one_line(db, capsys):
+    """A misspelled view or column: DuckDB's 'Did you mean' and 'Candidate bindings' hints stay
+    in the one-line error; the query echo and its caret are left out."""
+    assert main(["sql", "SELECT * FROM tt", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err == ('vade sql: error: Catalog Error: Table with name tt does not exist! '
+                   'Did you mean "t"?\n')
+    assert main(["sql", "SELECT b FROM t", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Candidate bindings" in err and "LINE" not in err
+
+
 def test_the_timeout_covers_writing_the_rows(db, capsys):
     """Before: ``range(3000000) --format json --timeout 1`` returned rc 0 after 7.4 s."""
     start = time.monotonic()

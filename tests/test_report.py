@@ -320,6 +320,21 @@ def test_html_report_shows_tables_and_embeds_figures(reports):
         assert (reports / "a" / name).read_bytes() == (reports / "b" / name).read_bytes()
 
 
+def test_report_links_the_sampler_lab_when_the_workflow_writes_it(fixture_dirs, reports,
+                                                                  tmp_path):
+    """With ``simulate.enabled`` the sampler lab's page sits beside the report (workflow rule
+    simulate) and the report links it; without, no dead link."""
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text((FIXTURES / "config.yaml").read_text() + "\nsimulate:\n  enabled: true\n")
+    assert main(["report", "--config", str(cfg), "--runs", str(fixture_dirs / "runs"),
+                 "--evals", str(fixture_dirs / "eval"), "--out", str(tmp_path / "r"),
+                 "--mlflow-uri", ""]) == 0
+    assert "[its summary, with its figures](simulate/summary.html)" in (
+        tmp_path / "r" / "report.md").read_text()
+    assert 'href="simulate/summary.html"' in (tmp_path / "r" / "report.html").read_text()
+    assert "simulate/summary.html" not in (reports / "a" / "report.html").read_text()
+
+
 def test_score_axis_is_never_narrower_than_its_noise():
     import matplotlib
 

@@ -80,9 +80,11 @@ def test_headline_when_dapo_peaks_before_training():
             "m-grpo-vade-s0": run("m-grpo-vade-s0", [0.5, 0.45, 0.6])}
     md = headline(Inputs(runs, {}, [], None, {}, {}, []), "val/acc", 0.995)
     row = _row(md, "m", "GRPO", "0")
-    assert row[3:11] == ["missing"] * 8
-    assert row[11] == ("m-grpo-dapo-s0: DAPO reaches its peak at 0 cumulative rollouts: "
-                      "no ratio exists")
+    # DAPO's peak 0.5 and target 0.995 * 0.5 are known, both at 0 rollouts; the ratio column
+    # says why it is empty, in words, instead of a row of 'missing' (the demo's GRPO headline)
+    reason = "no ratio: DAPO's best score is its step-0 one (0 rollouts), nothing to beat"
+    assert row[3:11] == ["0.500", "0.497", "0", "0", "-", reason, "-", "-"]
+    assert row[11] == "m-grpo-dapo-s0, m-grpo-vade-s0"
 
 
 def test_headline_checks_both_curves_for_rollout_counts():
@@ -101,7 +103,8 @@ def test_headline_checks_both_curves_for_rollout_counts():
     md = headline(Inputs({"m-grpo-dapo-s0": dapo, "m-grpo-vade-s0": vade}, {}, [], None, {}, {},
                          []), "val/acc", 0.995)
     row = _row(md, "m", "GRPO", "0")
-    assert row[3:11] == ["missing"] * 8 and row[11] == "m-grpo-vade-s0: no cumulative rollouts"
+    assert row[3:11] == [*["-"] * 5, "no comparison: m-grpo-vade-s0: no cumulative rollouts",
+                         "-", "-"]
 
 
 def test_headline_rows_only_for_seeds_that_run_both_dapo_and_vade():

@@ -108,6 +108,12 @@ def test_tiny_config_builds_the_model_and_trains_on_cpu(repo: Path) -> None:
     out = proc.stdout + proc.stderr
     counts = job_counts(out)
     assert counts["build_model"] == 1 and counts["train"] == 6 and counts["evaluate"] == 7
+    # the code a job runs is a params value (its version), not ~100 source files as inputs: the
+    # dry run's jobs list only data, models and configs
+    inputs = re.findall(r"^\s+input: (.*)$", out, flags=re.MULTILINE)
+    assert inputs and not [i for i in inputs if ".py" in i], inputs
+    assert "bill of config" not in out  # a dry run prints no bill (vade plan does)
+    assert re.search(r"--config-json .* --backend local", out)  # -p: the command, unchanged
     for block in jobs_of(out, "train"):
         assert "gpu=" not in block.split("resources:", 1)[1].splitlines()[0]
     # CPU evaluation: one job runs a checkpoint's repeats (tiny.yaml: 2) in one process, into

@@ -25,10 +25,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["CHOOSERS", "METHODS", "Method", "NAMES", "SHAPINGS", "get", "names_where"]
+__all__ = [
+    "CHOOSERS",
+    "LINESTYLES",
+    "METHODS",
+    "NAMES",
+    "PALETTE",
+    "SHAPINGS",
+    "Method",
+    "get",
+    "names_where",
+]
 
 CHOOSERS = ("uniform", "vade", "peer")
 SHAPINGS = (None, "dapo", "diva")
+# The colours a reader tells apart (matplotlib's tab10 cycle); a method's variants share its
+# colour with a line style of their own, so every (colour, style) pair is one method, in the
+# report's figures, the simulator's and the demo's alike.
+PALETTE = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",
+           "tab:pink", "tab:gray", "tab:olive", "tab:cyan")
+LINESTYLES = ("-", "--", ":", "-.")
 
 
 @dataclass(frozen=True)
@@ -38,13 +54,14 @@ class Method:
     name: str
     chooser: str                       # "uniform" | "vade" | "peer"
     label: str                         # the report's row label
-    colour: str                        # matplotlib colour of its curves
+    colour: str                        # matplotlib colour of its curves (PALETTE)
     table: str                         # "main" (Table 1) or "ablation" (Table 2)
     vade_options: Mapping[str, str] = field(default_factory=dict)  # VadeSampler keywords
     shaping: str | None = None         # None | "dapo" | "diva"
     reads_difficulty: bool = False     # a peer that starts from the initial difficulty rollouts
     reads_labels: bool = False         # a peer that reads the rows' extra_info.difficulty
     published: str = ""                # a peer: how the row differs from the published method
+    linestyle: str = "-"               # a variant: its parent's colour, its own line style
 
     def __post_init__(self) -> None:
         if self.chooser not in CHOOSERS:
@@ -61,6 +78,9 @@ class Method:
                              "(the filter GRESO runs under)")
         if self.reads_labels and self.chooser != "peer":
             raise ValueError(f"method {self.name}: reads_labels is for chooser 'peer'")
+        if self.colour not in PALETTE or self.linestyle not in LINESTYLES:
+            raise ValueError(f"method {self.name}: colour {self.colour!r} / line style "
+                             f"{self.linestyle!r} not in PALETTE / LINESTYLES")
         if self.table not in ("main", "ablation"):
             raise ValueError(f"method {self.name}: table {self.table!r} not main/ablation")
         object.__setattr__(self, "vade_options", MappingProxyType(dict(self.vade_options)))
@@ -104,12 +124,12 @@ _ROWS = (
     Method("vanilla", "uniform", "vanilla", "tab:blue", "main"),
     Method("dapo", "uniform", "DAPO", "tab:orange", "main", shaping="dapo"),
     Method("vade", "vade", "Ours (VADE)", "tab:red", "main"),
-    Method("symmetric", "vade", "p(1-p)", "tab:green", "ablation",
-           vade_options={"objective": "symmetric"}),
-    Method("greedy", "vade", "greedy", "tab:purple", "ablation",
-           vade_options={"exploration": "greedy"}),
-    Method("last-update", "vade", "last update", "tab:brown", "ablation",
-           vade_options={"decay": "last-update"}),
+    Method("symmetric", "vade", "p(1-p)", "tab:red", "ablation",
+           vade_options={"objective": "symmetric"}, linestyle="--"),
+    Method("greedy", "vade", "greedy", "tab:red", "ablation",
+           vade_options={"exploration": "greedy"}, linestyle=":"),
+    Method("last-update", "vade", "last update", "tab:red", "ablation",
+           vade_options={"decay": "last-update"}, linestyle="-."),
     Method("diva", "uniform", "DIVA-GRPO", "tab:cyan", "main", shaping="diva"),
     Method("vade-diva", "vade", "VADE + DIVA", "tab:pink", "main", shaping="diva"),
     # Peers (vade.sampling.peers; docs/methods.md "The peers as published"): the published
@@ -119,21 +139,21 @@ _ROWS = (
     Method("greso", "peer", "GRESO", "tab:olive", "main", shaping="dapo",
            published="as published: skip rule + DAPO's filter under DAPO's rollout cap; each "
                      "draw is B surviving prompts (GRESO: 1.5 B, adaptive refills)"),
-    Method("mmr1", "peer", "MMR1 VAS", "gold", "main", reads_difficulty=True,
+    Method("mmr1", "peer", "MMR1 VAS", "tab:green", "main", reads_difficulty=True,
            published="scores from the initial rollouts and the latest training group; the "
                      "re-scoring (8 rollouts x N every 4 steps) is not generated but counted "
                      "on its cost axis"),
-    Method("sec", "peer", "SEC", "navy", "main", reads_labels=True,
+    Method("sec", "peer", "SEC", "tab:purple", "main", reads_labels=True,
            published="as published: arms are extra_info.difficulty, every arm decays, tau 0.4"),
-    Method("mopps-prior", "peer", "MoPPS (prior)", "silver", "ablation",
-           reads_difficulty=True,
+    Method("mopps-prior", "peer", "MoPPS (prior)", "tab:gray", "ablation",
+           reads_difficulty=True, linestyle="--",
            published="MoPPS's published option: prior a = 3 successes + 1 from the initial "
                      "rollouts (counted on its cost axis)"),
-    Method("greso-skip", "peer", "GRESO skip only", "yellowgreen", "ablation",
+    Method("greso-skip", "peer", "GRESO skip only", "tab:olive", "ablation", linestyle="--",
            published="not GRESO: the skip rule without DAPO's filter, target split 1/2, p "
                      "in [0.01, 1] adapting from step 1"),
-    Method("sec-passrate", "peer", "SEC (pass-rate bins)", "slateblue", "ablation",
-           reads_difficulty=True,
+    Method("sec-passrate", "peer", "SEC (pass-rate bins)", "tab:purple", "ablation",
+           reads_difficulty=True, linestyle="--",
            published="not SEC: arms are 5 bins of the initial pass rate (VADE's initial "
                      "rollouts, counted on its cost axis), tau 0.5, only trained arms decay"),
 )

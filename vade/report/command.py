@@ -64,8 +64,11 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, difficulty=(),
-                 expected=(), mlflow_uri=None, mlflow_experiment=None) -> Path:
-    """Collect, render and write the report; return the Markdown path."""
+                 expected=(), mlflow_uri=None, mlflow_experiment=None,
+                 sampler_lab: bool = False) -> Path:
+    """Collect, render and write the report; return the Markdown path. ``sampler_lab``: the
+    workflow also writes the sampler lab (``simulate.enabled``) beside the report, under
+    ``simulate/``, and the report links its page."""
     inputs = collect(runs=runs, evals=evals, expected=expected,
                      metric_names=[cfg.val_metric, cfg.grad_norm_metric, VAL_ITEMS],
                      mlflow_uri=mlflow_uri, mlflow_experiment=mlflow_experiment or name,
@@ -148,6 +151,11 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         sel_text or "No training runs.",
         "",
     ]
+    if sampler_lab:
+        parts += ["## Sampler lab", "",
+                  ("The samplers compared on a simulated environment, without training "
+                   "(`vade simulate`): [its summary, with its figures](simulate/summary.html) "
+                   "(in Snakemake's HTML report: the 'Sampler lab' items)."), ""]
     if inputs.notes:
         parts += ["## Notes", ""] + [f"- {n}" for n in inputs.notes] + [""]
     md = out / "report.md"
@@ -166,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
     expected = list(dict.fromkeys([*expected_runs(config), *args.expect]))
     md = build_report(name=name, cfg=cfg, runs=args.runs, evals=args.evals, out=Path(args.out),
                       samples=args.samples, difficulty=args.difficulty, expected=expected,
-                      mlflow_uri=args.mlflow_uri, mlflow_experiment=args.mlflow_experiment)
+                      mlflow_uri=args.mlflow_uri, mlflow_experiment=args.mlflow_experiment,
+                      sampler_lab=bool((config.get("simulate") or {}).get("enabled")))
     print(f"wrote {md}, {md.with_suffix('.html')}, {len(TABLES)} tables under "
           f"{md.parent / 'tables'} and {len(FIGURES)} figures under {md.parent / 'figures'}")
     return 0

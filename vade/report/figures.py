@@ -1,7 +1,8 @@
 """Figures 1, 3 and 4 of the paper from run curves (matplotlib, Agg backend, PNG).
 
-One file per figure, one row of panels per (model, algorithm), one line per run (colour = method,
-line style = seed), so every plotted line is a run in the legend (``<method> s<seed>``; the panel
+One file per figure, one row of panels per (model, algorithm), one line per run (colour and line
+style = method, from the method table's palette: a variant shares its parent's colour with a style
+of its own), so every plotted line is a run in the legend (``<method> s<seed>``; the panel
 title names model and algorithm). When a panel holds several seeds of a method, the method is drawn
 as its mean over seeds with a 95% t-interval band over seeds (``vade.report.stats``), each seed a
 thin faint line beneath (legend: ``<method> mean of k seeds``). Validation scores carry a 95% band (binomial standard error over
@@ -24,11 +25,11 @@ from vade.methods import METHODS, names_where
 from vade.report.collect import Inputs, RunKey
 from vade.report.stats import mean_interval
 
-__all__ = ["COLORS", "MIN_SCORE_SPAN", "VAL_ITEMS", "figure1", "figure3", "figure4", "save",
-           "seed_band"]
+__all__ = ["COLORS", "MIN_SCORE_SPAN", "STYLES", "VAL_ITEMS", "figure1", "figure3", "figure4",
+           "save", "seed_band"]
 
 COLORS = {m.name: m.colour for m in METHODS.values()}
-_STYLES = ("-", "--", ":", "-.")
+STYLES = {m.name: m.linestyle for m in METHODS.values()}
 DIVA = names_where(shaping="diva")  # drawn where run: each step pays for originals and variants
 PEERS = names_where(chooser="peer")  # Figure 4 draws them where run (docs/methods.md)
 VAL_ITEMS = "val/n"      # metric: validation items behind each score (the band's n)
@@ -108,19 +109,20 @@ def _panel(ax, inputs: Inputs, model: str, algo: str, methods: Sequence[str], me
         by_method.setdefault(key.method, []).append((key, curve))
     over_seeds = any(len(v) > 1 for v in by_method.values())
     for method, runs in by_method.items():
-        color = COLORS.get(method, "black")
+        color, style = COLORS.get(method, "black"), STYLES.get(method, "-")
         for key, curve in runs:
             xs = curve.step if x == "step" else curve.rollouts
             if over_seeds:  # each seed faint; the mean and its band carry the legend
-                ax.plot(xs, curve.value, color=color, lw=0.6, alpha=0.3)
+                ax.plot(xs, curve.value, color=color, linestyle=style, lw=0.6, alpha=0.3)
                 continue
-            ax.plot(xs, curve.value, color=color, linestyle=_STYLES[key.seed % len(_STYLES)],
+            ax.plot(xs, curve.value, color=color, linestyle=style,
                     marker="." if xs.size < 40 else None, label=_label(inputs, key))
             if score:
                 _score_band(ax, inputs, key, curve, xs.astype(float), color)
         if over_seeds:
             bx, mean, low, high = seed_band([c for _, c in runs], x)
-            ax.plot(bx, mean, color=color, lw=1.8, marker="." if bx.size < 40 else None,
+            ax.plot(bx, mean, color=color, linestyle=style, lw=1.8,
+                    marker="." if bx.size < 40 else None,
                     label=f"{method} mean of {len(runs)} seeds")
             ax.fill_between(bx, low, high, color=color, alpha=0.2, linewidth=0)
     ax.set_xlabel("step" if x == "step" else "cumulative rollouts", fontsize=10)

@@ -15,7 +15,7 @@ import numpy as np
 
 from vade.methods import METHODS, names_where
 from vade.report import paper
-from vade.report.collect import Inputs, RunInfo, RunKey
+from vade.report.collect import Curve, Inputs, RunInfo, RunKey
 from vade.report.curves import RolloutRatio, rollout_ratio
 
 __all__ = ["ABLATIONS", "METHOD_LABELS", "headline", "inventory", "table1", "table2", "table5"]
@@ -215,6 +215,19 @@ def _reach(r: RolloutRatio, fmt: str) -> list[str]:
             f"{r.ratio:.3f}" if r.ratio is not None else "never reached"]
 
 
+def _no_ratio(dapo: Curve, fraction: float, fmt: str, exc: ValueError) -> list[str]:
+    """The 8 comparison cells of a seed with no ratio: DAPO's peak and target where they exist,
+    the reason in words in the ratio column, '-' elsewhere (a short demo's DAPO never beats its
+    step-0 score: its peak is at 0 rollouts and VADE has nothing to be faster than)."""
+    scores = dapo.value[~np.isnan(dapo.value)]
+    at_start = "at 0 cumulative rollouts" in str(exc)
+    reason = ("no ratio: DAPO's best score is its step-0 one (0 rollouts), nothing to beat"
+              if at_start else f"no ratio: {exc}")
+    peak = ([fmt.format(scores.max()), fmt.format(fraction * scores.max())] if scores.size
+            else ["-", "-"])
+    return [*peak, *(["0", "0"] if at_start else ["-", "-"]), "-", reason, "-", "-"]
+
+
 def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2) -> str:
     """Per (model, algorithm, seed): rollouts VADE needs to reach ``fraction`` of DAPO's peak."""
     header = ["Model", "Algo.", "seed", "DAPO peak", "target", "DAPO rollouts to peak",
@@ -236,24 +249,26 @@ def headline(inputs: Inputs, val_metric: str, fraction: float, decimals: int = 2
                    for rid, info, c in zip(ids, (d, v), (dc, vc)) if c is None]
             why += [f"{rid}: no cumulative rollouts" for rid, c in zip(ids, (dc, vc))
                     if c is not None and np.isnan(c.rollouts).all()]  # both curves: x axis
-            if why:
-                body.append([model, algo.upper(), str(seed), *["missing"] * 8, "; ".join(why)])
+            runs = ", ".join(i + ("" if inputs.runs[i].status == "complete"
+                                  else f" ({inputs.runs[i].status})") for i in ids)
+            if why:  # the reason in words where the ratio would be, the other cells empty
+                body.append([model, algo.upper(), str(seed), *["-"] * 5,
+                             "no comparison: " + "; ".join(why), "-", "-", runs])
                 continue
+            f = f"{{:.{decimals + 1}f}}"  # scores in [0, 1]: one more digit shows the target
             try:
                 r = rollout_ratio(dc.rollouts, dc.value, vc.rollouts, vc.value, fraction)
             except ValueError as exc:  # e.g. DAPO peaks at step 0: a row that says so, no crash
-                body.append([model, algo.upper(), str(seed), *["missing"] * 8, f"{ids[0]}: {exc}"])
+                body.append([model, algo.upper(), str(seed), *_no_ratio(dc, fraction, f, exc),
+                             runs])
                 continue
-            f = f"{{:.{decimals + 1}f}}"  # scores in [0, 1]: one more digit shows the target
             with_initial = (["n/a (no difficulty file)"] * 2
                             if inputs.initial_rollouts_of(v.key) is None else _reach(
                 rollout_ratio(inputs.cost(d.key, dc), dc.value, inputs.cost(v.key, vc),
                               vc.value, fraction), f))
             body.append([model, algo.upper(), str(seed), f.format(r.dapo_peak),
                          f.format(r.target), f"{r.dapo_rollouts_to_peak:.0f}",
-                         f"{r.dapo_rollouts_to_target:.0f}", *_reach(r, f), *with_initial,
-                         ", ".join(i + ("" if inputs.runs[i].status == "complete"
-                                        else f" ({inputs.runs[i].status})") for i in ids)])
+                         f"{r.dapo_rollouts_to_target:.0f}", *_reach(r, f), *with_initial, runs])
     text = [f"## Headline: rollouts to {fraction * 100:g}% of DAPO's peak validation score", ""]
     if not body:
         text.append("No seed runs both DAPO and VADE: nothing to compare." if unpaired

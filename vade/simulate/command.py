@@ -2,7 +2,8 @@
 
 Runs every configured method on several seeds (a tqdm bar counts the (method, seed) runs), the
 lambda1 x lambda2 sweep unless ``--no-sweep``, prints the summary table and writes
-``simulate.duckdb``, ``sim_*.csv``, ``curves.png`` and ``sweep.png`` to ``--out``.
+``simulate.duckdb``, ``sim_*.csv``, ``curves.png``, ``sweep.png`` and ``summary.html`` (the
+table with both figures embedded) to ``--out``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from tqdm import tqdm
 from vade.report.html import write_page
 from vade.simulate.compare import compare, lambda_sweep, summarise, with_overrides
 from vade.simulate.config import load_config
-from vade.simulate.report import format_table, plot_curves, plot_sweep, write_tables
+from vade.simulate.report import (
+    format_table,
+    plot_curves,
+    plot_sweep,
+    summary_page,
+    write_tables,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,13 +64,10 @@ def run(args: argparse.Namespace) -> int:
     setup = (f"N = {d.n_samples}, G = {d.group_size}, B = {r.batch_size}, {r.steps} steps, "
              f"{cfg.seeds} seeds; target = {cfg.target_fraction:g} x DAPO's best mean pass rate "
              f"({comp.targets.mean():.3f}); ratio early/late = first/last 10% of steps")
-    table = format_table(summary)
-    print(f"\n{setup}\n{table}")
-
-    code_block = "\n".join("    " + line for line in table.splitlines())
-    paths["summary_html"] = write_page(
-        out / "summary.html", f"## Sampler lab: summary\n\n{setup}\n\n{code_block}\n",
-        "Sampler lab: summary")
+    print(f"\n{setup}\n{format_table(summary)}")
+    paths["summary_html"] = write_page(out / "summary.html",
+                                       summary_page(setup, summary, sweep is not None),
+                                       "Sampler lab: summary", images_from=out)
     print(f"\nwrote {', '.join(str(p) for p in paths.values())} "
           f"in {time.perf_counter() - start:.1f} s")
     return 0

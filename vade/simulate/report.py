@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from vade.methods import METHODS
 from vade.simulate.compare import Comparison, SweepResult
 from vade.simulate.runner import CURVES
 from vade.store.file_format import connect_for_writing
 
-__all__ = ["format_table", "plot_curves", "plot_sweep", "write_tables"]
+__all__ = ["format_table", "plot_curves", "plot_sweep", "summary_page", "write_tables"]
 
 
 def _steps_columns(comp: Comparison) -> dict[str, Any]:
@@ -82,10 +83,13 @@ def write_tables(out_dir: Path, comp: Comparison, summary: list[dict[str, Any]],
     return paths
 
 
-def _band(ax: Any, x: np.ndarray, y: np.ndarray, label: str, color: Any) -> None:
-    """Seed mean as a line, min-max over seeds as a shaded band."""
-    ax.plot(x.mean(axis=0), y.mean(axis=0), label=label, color=color, lw=1.4)
-    ax.fill_between(x.mean(axis=0), y.min(axis=0), y.max(axis=0), color=color, alpha=0.18,
+def _band(ax: Any, x: np.ndarray, y: np.ndarray, method: str) -> None:
+    """Seed mean as a line, min-max over seeds as a shaded band, in the method's colour and
+    line style (the method table's palette, as in the report's figures)."""
+    row = METHODS[method]
+    ax.plot(x.mean(axis=0), y.mean(axis=0), label=method, color=row.colour,
+            linestyle=row.linestyle, lw=1.4)
+    ax.fill_between(x.mean(axis=0), y.min(axis=0), y.max(axis=0), color=row.colour, alpha=0.18,
                     lw=0)
 
 
@@ -97,13 +101,11 @@ def plot_curves(path: Path, comp: Comparison) -> Path:
     import matplotlib.pyplot as plt  # lazy: the report extra, slow to load
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), constrained_layout=True)
-    colors = plt.get_cmap("tab10")
-    for k, method in enumerate(comp.methods):
+    for method in comp.methods:
         c = comp.curves[method]
-        color = colors(k % 10)
-        _band(axes[0], c["step"], c["effective_ratio"], method, color)
-        _band(axes[1], c["cumulative_rollouts"] / 1e6, c["mean_pass_rate"], method, color)
-        _band(axes[2], c["step"], c["cumulative_rollouts"] / 1e6, method, color)
+        _band(axes[0], c["step"], c["effective_ratio"], method)
+        _band(axes[1], c["cumulative_rollouts"] / 1e6, c["mean_pass_rate"], method)
+        _band(axes[2], c["step"], c["cumulative_rollouts"] / 1e6, method)
     axes[1].axhline(float(comp.targets.mean()), color="k", ls=":", lw=1,
                     label="target (99.5% of DAPO best)")
     titles = ("effective-gradient ratio", "mean pass rate vs rollouts", "cumulative rollouts")
@@ -155,18 +157,44 @@ def _fmt(v: float, scale: float = 1.0, digits: int = 2) -> str:
     return "n/r" if math.isnan(v) else f"{v * scale:.{digits}f}"
 
 
+SUMMARY_COLUMNS = ("method", "ratio early", "ratio late", "final pass", "rollouts M",
+                   "to target M [min, max]", "reached")
+
+
+def _summary_cells(r: dict[str, Any]) -> list[str]:
+    """One summary row's cells (rollouts in millions; [min, max] over seeds)."""
+    span = (f"{_fmt(r['rollouts_to_target'], 1e-6)} "
+            f"[{_fmt(r['rollouts_to_target_min'], 1e-6)}, "
+            f"{_fmt(r['rollouts_to_target_max'], 1e-6)}]")
+    return [r["method"], f"{r['ratio_early']:.2f}", f"{r['ratio_late']:.2f}",
+            f"{r['final_pass_rate']:.3f}", f"{r['total_rollouts'] / 1e6:.2f}", span,
+            f"{r['seeds_reached']}/{r['seeds']}"]
+
+
 def format_table(summary: list[dict[str, Any]]) -> str:
-    """The summary as a fixed-width text table (rollouts in millions; [min, max] over seeds)."""
-    head = (f"{'method':<12} {'ratio early':>11} {'ratio late':>10} {'final pass':>10} "
-            f"{'rollouts M':>10} {'to target M [min, max]':>24} {'reached':>7}")
+    """The summary as a fixed-width text table, for the terminal."""
+    widths = (12, 11, 10, 10, 10, 24, 7)
+    head = " ".join(f"{c:<{w}}" if k == 0 else f"{c:>{w}}"
+                    for k, (c, w) in enumerate(zip(SUMMARY_COLUMNS, widths)))
     lines = [head, "-" * len(head)]
     for r in summary:
-        span = (f"{_fmt(r['rollouts_to_target'], 1e-6)} "
-                f"[{_fmt(r['rollouts_to_target_min'], 1e-6)}, "
-                f"{_fmt(r['rollouts_to_target_max'], 1e-6)}]")
-        lines.append(
-            f"{r['method']:<12} {r['ratio_early']:>11.2f} {r['ratio_late']:>10.2f} "
-            f"{r['final_pass_rate']:>10.3f} {r['total_rollouts'] / 1e6:>10.2f} {span:>24} "
-            f"{r['seeds_reached']:>4}/{r['seeds']}"
-        )
+        lines.append(" ".join(f"{c:<{w}}" if k == 0 else f"{c:>{w}}"
+                              for k, (c, w) in enumerate(zip(_summary_cells(r), widths))))
     return "\n".join(lines)
+
+
+def summary_page(setup: str, summary: list[dict[str, Any]], sweep: bool) -> str:
+    """``summary.html``'s Markdown: the summary as a table, then the figures (``curves.png``,
+    and ``sweep.png`` when the sweep ran), which ``write_page`` embeds as the report does."""
+    rows = [SUMMARY_COLUMNS, ["---"] + ["---:"] * 4 + ["---", "---:"],
+            *(_summary_cells(r) for r in summary)]
+    table = "\n".join("| " + " | ".join(row) + " |" for row in rows)
+    parts = ["# Sampler lab: summary", "", setup, "", table, "",
+             "Rollouts in millions; [min, max] over seeds; n/r: the target was not reached.", "",
+             "![curves](curves.png)", "",
+             ("Effective-gradient ratio per step, mean pass rate against rollouts and "
+              "cumulative rollouts per step: seed mean as a line, min-max over seeds as a band.")]
+    if sweep:
+        parts += ["", "![sweep](sweep.png)", "",
+                  "VADE over lambda1 x lambda2: mean effective ratio and rollouts to target."]
+    return "\n".join(parts) + "\n"

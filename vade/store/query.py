@@ -180,8 +180,18 @@ def check_select_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
 
 
 def explain_refusal(exc: duckdb.Error) -> str:
-    """DuckDB's first error line, with why when the seal refused it."""
-    first = str(exc).splitlines()[0]
+    """DuckDB's message on one line, with why when the seal refused it.
+
+    DuckDB puts its hints on the lines after the first ('Did you mean "step_summary"?',
+    'Candidate bindings: ...'): they are kept, joined; the ``LINE n:`` echo of the query and
+    its caret, which only line up on a terminal of their own, are left out."""
+    kept = []
+    for line in str(exc).splitlines():
+        if line.startswith("LINE "):
+            break
+        if line.strip():
+            kept.append(line.strip())
+    first = " ".join(kept)
     if isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in first:
         return f"{first} ({REFUSED_HINT})"
     return first

@@ -1,7 +1,7 @@
 # Shared helpers: config validation, the experiment grid, paths, and what each rule tracks.
 #
 # Rerun policy (the point of this file): each job's params hold exactly the config it depends
-# on, and its inputs list the package sources it runs, so Snakemake's params/code/input
+# on and the version of the package code it runs (`code_digest`), so Snakemake's params/code/input
 # triggers rerun a job when, and only when, something it uses changed. Settings that do not change
 # results (MLflow URI, SLURM resources) reach jobs through the environment, never through params.
 import json
@@ -26,6 +26,7 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 from vade import methods as METHODS
 from vade.config_io import read_yaml
+from vade.provenance import source_version
 
 for _file in workflow.configfiles:  # Snakemake's YAML reader keeps the last of duplicate keys
     try:
@@ -55,14 +56,22 @@ from vade.cluster.bill import make_bill
 from vade.cluster.resources import check_gpu_resources
 
 # GPUs asked of SLURM against the tensor-parallel sizes (refused here, naming the keys, rather than
-# inside vLLM or Ray once the job runs), then the whole grid's bill (vade plan), on every run.
-# A value the schema lets through but the arithmetic refuses (a NaN lr, a 31-digit step count) is
-# one line naming the key, as the CLI prints it, not a traceback out of the bill.
+# inside vLLM or Ray once the job runs), then the whole grid's bill (vade plan), computed on every
+# start: a value the schema lets through but the arithmetic refuses (a NaN lr, a 31-digit step
+# count) is one line naming the key, as the CLI prints it, not a traceback out of the bill.
 try:
     check_gpu_resources(config)
-    logger.info(make_bill(config).text())
+    BILL = make_bill(config)
 except (ValueError, OverflowError) as exc:
     raise WorkflowError(f"config {exc}") from None
+
+
+# The bill is printed where it helps: when jobs are about to start and some stage asks for GPUs
+# (the cluster profile's real run). Not on a dry run, --lint, a CPU-only config or a job's own
+# re-read of this file; `vade plan` prints it on demand.
+onstart:
+    if any(section.get("gpu") for section in config["resources"].values()):
+        logger.info(BILL.text())
 # `vade preflight`, the first command of every GPU job, reads the whole config from here (like the
 # MLflow store: an environment setting, so that changing it reruns nothing).
 os.environ.update(VADE_WORKFLOW_CONFIG=json.dumps(config))
@@ -156,15 +165,13 @@ def as_json(value):
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def sources(*packages):
-    """The package's Python files a job runs: listed as input so a code change reruns it.
-    Relative to the working directory, so a moved checkout (outputs and all) reruns nothing."""
-    files = []
-    for pkg in ("vade/cli.py", "vade/config_io.py", *packages):
-        path = ROOT / pkg
-        found = [path] if path.is_file() else sorted(path.rglob("*.py"))
-        files += [os.path.relpath(p) for p in found]
-    return files
+def code_digest(command):
+    """The code a job of `python -m vade <verb>` runs, as one params value: the count and digest of
+    this checkout's package files in the verb module's import closure (vade/provenance.py; ROOT,
+    which jobs run through PYTHONPATH, not whichever vade the Snakemake process imported). A change to any
+    of them reruns the job (Snakemake's params trigger); the dry run's reasons stay short (the
+    files are not inputs), and a moved checkout reruns nothing (relative paths, file bytes)."""
+    return source_version("vade.__main__", command, root=ROOT)
 
 
 def model_config(model):
@@ -258,16 +265,11 @@ def train_params(wc):
 
 def train_inputs(wc):
     method = METHODS.get(wc.method)
-    diva = method.shaping == "diva"
     inputs = {
         **prefetched("train"),
         "train": f"{DATA}/train.parquet",
         "val": f"{DATA}/val.parquet",
         "model": model_input(wc.model),
-        "code": sources("vade/train", "vade/sampling", "vade/store", "vade/rewards",
-                        "vade/models", "vade/rollout", "vade/tracking.py", "vade/methods.py",
-                        *(("vade/diva", "vade/data/variants.py", "vade/data/synthetic")
-                          if diva else ())),
     }
     if method.needs_difficulty:
         inputs["difficulty"] = f"{RESULTS}/difficulty/{wc.model}/initial.parquet"
@@ -276,8 +278,7 @@ def train_inputs(wc):
 
 def eval_inputs(wc):
     """A trained run's done.json, or, for `<model>-base`, the base model itself."""
-    inputs = {**prefetched("evaluate"),
-              "code": sources("vade/eval", "vade/rewards", "vade/tracking.py")}
+    inputs = {**prefetched("evaluate")}
     if config["data"]["kind"] == "synthetic":
         inputs["eval_sets"] = [f"{DATA}/eval/{d}.parquet" for d in synthetic_domains()]
     if wc.run.endswith("-base"):
@@ -341,7 +342,6 @@ def report_inputs(wc, runs=None):
         + [f"{RESULTS}/eval/{m}-base.duckdb" for m in bases],
         "samples": f"{DATA}/samples.duckdb",
         "difficulty": [f"{RESULTS}/difficulty/{m}/initial.parquet" for m in bases],
-        "code": sources("vade/report", "vade/store", "vade/eval/store.py"),
     }
 
 

@@ -5,10 +5,10 @@
 rule build_data:
     input:
         **prefetched("data"),
-        code=sources("vade/data", "vade/rewards"),
     output:
         **data_outputs(),
     params:
+        code=code_digest("vade.data.command"),
         # cluster.revisions: the commits data.paper.require_pinned checks the copies against
         cfg=as_json({"seed": config["seed"], "data": data_section(),
                      "cluster": {"revisions": config.get("cluster", {}).get("revisions", {})}}),

@@ -7,10 +7,10 @@ rule init_difficulty:
         **prefetched("difficulty"),
         train=f"{DATA}/train.parquet",
         model=lambda wc: model_input(wc.model),
-        code=sources("vade/rollout", "vade/models", "vade/rewards"),
     output:
         f"{RESULTS}/difficulty/{{model}}/initial.parquet",
     params:
+        code=code_digest("vade.rollout.command"),
         cfg=lambda wc: as_json({"seed": config["seed"], "difficulty": config["difficulty"]}),
         model=lambda wc: model_ref(wc.model),
         out=lambda wc, output: Path(output[0]).parent,

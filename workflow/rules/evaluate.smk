@@ -25,6 +25,7 @@ rule evaluate_repeat:  # (REPEAT_JOBS: eval_repeat_files asks for its outputs)
         run=r"[^/]+",
         repeat=r"\d+",
     params:
+        code=code_digest("vade.eval.command"),
         cfg=eval_params(),
         checkpoint=checkpoint_of,
         data_dir=DATA,
@@ -53,12 +54,12 @@ if REPEAT_JOBS:
     rule evaluate:
         input:
             repeats=eval_repeat_files,
-            code=sources("vade/eval/store.py", "vade/eval/command.py", "vade/tracking.py"),
         output:
             f"{RESULTS}/eval/{{run}}.duckdb",
         wildcard_constraints:
             run=r"[^/]+",
         params:
+            code=code_digest("vade.eval.command"),
             cfg=eval_params(),
         log:
             f"logs/{NAME}/evaluate/{{run}}.log",
@@ -80,6 +81,7 @@ else:
         wildcard_constraints:
             run=r"[^/]+",
         params:
+            code=code_digest("vade.eval.command"),
             cfg=eval_params(),
             checkpoint=checkpoint_of,
             data_dir=DATA,

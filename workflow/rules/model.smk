@@ -10,10 +10,10 @@ os.environ.setdefault("VADE_MODEL_CACHE", "results/.model-cache")
 rule build_model:
     input:
         warmstart=f"{DATA}/warmstart.parquet",
-        code=sources("vade/models"),
     output:
         f"{RESULTS}/models/{{model}}/done.json",
     params:
+        code=code_digest("vade.models.command"),
         cfg=lambda wc: as_json({"seed": config["seed"], "model": model_config(wc.model)}),
         out=lambda wc, output: Path(output[0]).parent,
     log:

@@ -24,6 +24,7 @@ rule report:
             category="Figures",
         ),
     params:
+        code=code_digest("vade.report.command"),
         cfg=as_json(
             {
                 "name": NAME,
@@ -33,6 +34,8 @@ rule report:
                     "kind": config["evaluate"].get("kind", "synthetic"),
                     "benchmarks": config["evaluate"].get("benchmarks"),
                 },
+                # the sampler lab's page is written beside the report: linked from it
+                "simulate": {"enabled": config["simulate"]["enabled"]},
             }
         ),
         histories=lambda wc, input: [str(Path(p).with_name("history.duckdb")) for p in input.runs],

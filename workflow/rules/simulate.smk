@@ -5,7 +5,6 @@
 rule simulate:
     input:
         cfg=config["simulate"]["config"],
-        code=sources("vade/simulate", "vade/sampling", "vade/store", "vade/report/html.py"),
     output:
         summary=f"{REPORTS}/simulate/sim_summary.csv",
         table=report(f"{REPORTS}/simulate/summary.html", caption="../report/simulate.rst",
@@ -15,6 +14,7 @@ rule simulate:
         sweep=report(f"{REPORTS}/simulate/sweep.png", caption="../report/simulate.rst",
                      category="Sampler lab"),
     params:
+        code=code_digest("vade.simulate.command"),
         quick="--quick" if config["simulate"]["quick"] else "",
         out=lambda wc, output: Path(output.summary).parent,
     log:

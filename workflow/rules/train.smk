@@ -9,6 +9,7 @@ rule train:
     output:
         f"{RESULTS}/runs/{{model}}-{{algorithm}}-{{method}}-s{{seed}}/done.json",
     params:
+        code=code_digest("vade.train.command"),
         cfg=train_params,
         backend=config["train"]["backend"],
         model=lambda wc: model_ref(wc.model),

@@ -16,12 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vade.cluster.assets import missing_pins
 from vade.cluster.config import ClusterConfig
+from vade.cluster.lock import resolve_command
 from vade.cluster.resources import check_gpu_resources, idle_gpus, stage_gpus, used_gpus
 from vade.grid import Cell, run_config
 from vade.grid import cells as grid_cells
 
-__all__ = ["Bill", "Line", "checkpoint_gb", "make_bill", "split_rows"]
+__all__ = ["Bill", "Line", "checkpoint_gb", "make_bill", "pin_warnings", "split_rows"]
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,18 @@ def _training_line(config: Mapping[str, Any], cell: Cell, val_rows: int,
     return Line("training", cell.run_id, 1, hours, gpus, runtime, max(subs, 1), note)
 
 
-def make_bill(config: Mapping[str, Any]) -> Bill:
+def pin_warnings(config: Mapping[str, Any], config_path: str = "<config>") -> list[str]:
+    """One line naming the dataset repositories the build would refuse as unpinned, and the
+    command that pins them (``vade.cluster.lock``): said before prefetch stages anything."""
+    missing = missing_pins(config)
+    if not missing:
+        return []
+    return [f"data.paper.require_pinned: {len(missing)} dataset repositories have no commit in "
+            f"cluster.revisions or cluster.revisions_lock ({', '.join(missing)}); "
+            f"{resolve_command(config, config_path)}"]
+
+
+def make_bill(config: Mapping[str, Any], config_path: str = "<config>") -> Bill:
     """The bill of a whole config (``check_gpu_resources`` first: a refused layout has none)."""
     from vade import methods
     from vade.eval.config import Benchmark, EvaluateConfig
@@ -284,6 +297,7 @@ def make_bill(config: Mapping[str, Any]) -> Bill:
                 f"{sum(x.hours * x.jobs for x in lines if _KEY[x.stage] == st) * n:.1f} "
                 "GPU-h idle in this bill" for st, n, why in idle_gpus(config)]
     warnings += _memory_warnings(config, cells)
+    warnings += pin_warnings(config, config_path)
     return Bill(str(config.get("name", "?")), tuple(lines), tuple(assumptions),
                 tuple(warnings))
 

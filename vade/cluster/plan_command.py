@@ -20,5 +20,5 @@ def run(args: argparse.Namespace) -> int:
     from vade.cluster.bill import make_bill
 
     config = load_config(args)
-    print(make_bill(config).text())
+    print(make_bill(config, getattr(args, "config", None) or "<config>").text())
     return 0

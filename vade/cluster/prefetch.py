@@ -30,6 +30,7 @@ from typing import Any
 
 from vade.cluster.assets import Asset, assets_of
 from vade.cluster.config import ClusterConfig
+from vade.cluster.lock import write_lock
 from vade.data.writer import file_sha256
 
 __all__ = ["OFFLINE_VARS", "PrefetchError", "cache_records", "check_room", "check_writable",
@@ -268,6 +269,14 @@ def prefetch(config: Mapping[str, Any], *, download: Callable[..., str] | None =
             + (f", prepared configs {e['prepared']}" if e["prepared"] else ""))
     from vade.eval.official import stage  # benchmarks' official prompt files, pinned (GitHub)
 
+    if cluster.revisions_lock:   # resolve once, pin after: hub commits only (a local copy's
+        # snapshot name is its content digest, not a hub commit)
+        resolved = {e["id"]: e["commit"] for e in entries if e["origin"] == "hub"}
+        if resolved:
+            write_lock(cluster.revisions_lock, resolved)
+            log(f"recorded {len(resolved)} resolved commit(s) in {cluster.revisions_lock} "
+                "(cluster.revisions_lock): commit that file; build-data and every later "
+                "prefetch read them")
     official = stage(config, cache, local=cluster.local_assets, log=log)
     manifest = {"cache_dir": str(cache), "assets": entries, "official": official}
     tmp = cache / "manifest.json.partial"

@@ -24,7 +24,7 @@ from typing import Any
 from vade.lockfile import pins_for_this_machine
 
 __all__ = ["STAGES", "Check", "check_assets", "check_disk", "check_gpus", "check_packages",
-           "check_profile", "probe_gpus", "run_checks", "stage_env", "stage_packages"]
+           "check_pins", "check_profile", "probe_gpus", "run_checks", "stage_env", "stage_packages"]
 
 STAGES = ("difficulty", "train", "evaluate")
 LOCKS = Path("requirements/lock/envs")
@@ -288,6 +288,20 @@ def check_disk(config: Mapping[str, Any], stage: str, where: str | Path,
                  "cluster.min_free_gb")
 
 
+def check_pins(config: Mapping[str, Any]) -> Check:
+    """Every dataset the build reads pinned to a commit, when ``data.paper.require_pinned``
+    (``cluster.revisions`` or the revisions lock): named here rather than by build-data after
+    prefetch staged every dataset at ``main``."""
+    from vade.cluster.assets import missing_pins
+    from vade.cluster.lock import resolve_command
+
+    missing = missing_pins(config)
+    return Check("revision pins", not missing,
+                 f"not pinned to a commit: {', '.join(missing)}" if missing else
+                 "every dataset the build reads is pinned (or data.paper.require_pinned is off)",
+                 resolve_command(config))
+
+
 def check_profile(profile: str | Path) -> Check:
     """slurm/config.yaml's placeholders replaced (sbatch rejects them only at submission)."""
     path = Path(profile) / "config.yaml"
@@ -321,6 +335,7 @@ def run_checks(config: Mapping[str, Any], stage: str, *, gpus: int | None = None
     if profile is not None:
         checks.append(check_profile(root / profile))
     checks.append(check_disk(config, stage, out_dir, model, free_gb))
+    checks.append(check_pins(config))
     checks += check_packages(config, stage, root, importer)
     if stage == "train" and attention(config):
         checks.append(check_attention(config))

@@ -215,9 +215,9 @@ def data_config_from_mapping(config: Mapping[str, Any]) -> DataConfig:
             if "revisions" in paper:
                 raise ValueError("unknown key 'data.paper.revisions': pin hub revisions in "
                                  "cluster.revisions (asset id -> commit)")
-            from vade.cluster.config import ClusterConfig
+            from vade.cluster.lock import pinned_revisions  # cluster.revisions + its lock
 
-            paper["revisions"] = dict(ClusterConfig.from_config(config).revisions)
+            paper["revisions"] = pinned_revisions(config)
         kwargs["paper"] = _sub(paper, PaperConfig, "data.paper",
                                {"exclude": tuple, "exclude_benchmarks": tuple})
     return DataConfig(**kwargs)

@@ -60,7 +60,7 @@ from vade.cluster.resources import check_gpu_resources
 # one line naming the key, as the CLI prints it, not a traceback out of the bill.
 try:
     check_gpu_resources(config)
-    logger.info(make_bill(config).text())
+    logger.info(make_bill(config, (workflow.configfiles or ['<config>'])[-1]).text())
 except (ValueError, OverflowError) as exc:
     raise WorkflowError(f"config {exc}") from None
 # `vade preflight`, the first command of every GPU job, reads the whole config from here (like the
@@ -78,7 +78,9 @@ for _line in near_miss_env(os.environ) + overridden(os.environ, job_env(config),
         "LMMS_EVAL_DATASETS_CACHE": "a node-local mirror of the staged datasets"}):
     logger.warning(_line)
 os.environ.update(job_env(config))
-HUB_ASSETS = ([[a.id, a.revision, list(a.stages)] for a in assets_of(config)]
+# unlocked: the revisions lock the first prefetch writes must not change the rule's params (and
+# so rerun it and every stage after it)
+HUB_ASSETS = ([[a.id, a.revision, list(a.stages)] for a in assets_of(config, locked=False)]
               if job_env(config) else [])
 CACHE_MANIFEST = f"{ClusterConfig.from_config(config).cache_dir}/manifest.json"
 

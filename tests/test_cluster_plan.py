@@ -17,7 +17,7 @@ import yaml
 from workflow_copy import clean_copy
 
 from vade.cli import main
-from vade.cluster.bill import checkpoint_gb, make_bill, split_rows
+from vade.cluster.bill import checkpoint_gb, make_bill, runs_checkpoint_gb, split_rows
 from vade.cluster.resources import check_gpu_resources
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -36,7 +36,7 @@ def test_paper_split_rows_follow_the_stratified_split(paper):
 
 
 def test_paper_bill_by_hand(paper):
-    bill = make_bill(paper)
+    bill = make_bill(paper, free_gb=lambda p: 1e5)   # stand-in: a disk with room
     rows = 9471 - 948
     # initial rollouts: rows x 8 x 2048 tokens at 4000 tokens/s (4 engines on the 4 GPUs), in
     # ceil(8523 / (4096 // 8)) = 17 chunks of 0.57 h; 8 h - 20 min holds 13 of them, so two
@@ -177,6 +177,54 @@ def test_memory_of_table4_micro_batches_is_refused_in_the_bill(paper):
 def test_checkpoint_disk_from_the_model_size(paper):
     # 7e9 params x (2 kept x 16 B + 2 B final bf16) = 238 GB
     assert checkpoint_gb(paper, "qwen2.5-vl-7b") == pytest.approx(7e9 * 34 / 1e9)
+
+
+def test_checkpoint_disk_counts_the_runs_that_run_at_once(paper):
+    """On main each job checked room for its own run (288 GB); the 15 runs share the disk."""
+    # 6 runs of 3B x 102 GB + 9 of 7B x 238 GB = 2,754 GB, + 50 GB kept free
+    assert runs_checkpoint_gb(paper) == (pytest.approx(6 * 3e9 * 34 / 1e9 + 9 * 7e9 * 34 / 1e9),
+                                         15)
+    text = make_bill(paper, free_gb=lambda p: 2000.0).text()
+    assert "! checkpoint disk: 15 training runs at once keep 2,804 GB" in text
+    assert "2,000 GB free at" in text
+    assert "checkpoint disk" not in " ".join(make_bill(paper, free_gb=lambda p: 2805.0).warnings)
+
+
+def test_gpus_beyond_the_workers_are_billed_idle_not_as_speed(paper):
+    """resources.train.gpu: 8 with n_gpus_per_node: 4: main priced DAPO at 8 GPUs' speed (6
+    submissions); 4 GPUs work, so it is the 4-GPU run's 12 submissions, billed on 8 GPUs."""
+    cfg = copy.deepcopy(paper)
+    cfg["resources"]["train"]["gpu"] = 8
+    base = {x.what: x for x in make_bill(paper, free_gb=lambda p: 1e5).lines}
+    bill = make_bill(cfg, free_gb=lambda p: 1e5)
+    dapo = next(x for x in bill.lines if x.what == "qwen2.5-vl-7b-grpo-dapo-s0")
+    assert dapo.submissions == 12 and dapo.gpus == 8
+    assert dapo.hours == pytest.approx(base[dapo.what].hours)
+    assert dapo.gpu_hours == pytest.approx(2 * base[dapo.what].gpu_hours)
+    assert any(w.startswith("resources.train.gpu asks for 4 GPU(s) no engine uses")
+               for w in bill.warnings)
+
+
+def test_every_lines_submissions_are_printed_when_one_cannot_finish(paper):
+    """3 h submissions: a DAPO step (2.2 h, 1.5x margin) cannot fit, a vanilla one (1.03 h)
+    can, 2 steps per submission: 120 submissions. main printed only the DAPO refusal."""
+    cfg = copy.deepcopy(paper)
+    cfg["resources"]["train"]["runtime"] = 180
+    bill = make_bill(cfg, free_gb=lambda p: 1e5)
+    text = bill.text()
+    assert "  ! 4 training job(s) cannot finish: one step takes up to 2.2 h" in text
+    assert "  ! 11 training job(s) exceed resources.train.runtime (3 h) in the worst case: up " \
+           "to 120 submissions each (2 of 240 steps per submission" in text
+    assert "qwen2.5-vl-7b-grpo-vanilla-s0            1 job(s) x" in text
+    assert text.count(", 120 submissions") == 11 and text.count(", cannot finish") == 4
+    assert bill.retries("training") == 119
+
+
+def test_retries_come_from_the_bill(paper):
+    bill = make_bill(paper, free_gb=lambda p: 1e5)
+    # worst case DAPO: 12 submissions, the first and 11 retries; initial rollouts 2
+    assert (bill.retries("training"), bill.retries("initial rollouts")) == (11, 1)
+    assert "the workflow sets rule train's Snakemake retries to 11" in bill.text()
 
 
 @pytest.mark.e2e

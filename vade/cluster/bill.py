@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+import shutil
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from vade.cluster.assets import missing_pins
@@ -23,7 +26,8 @@ from vade.cluster.resources import check_gpu_resources, idle_gpus, stage_gpus, u
 from vade.grid import Cell, run_config
 from vade.grid import cells as grid_cells
 
-__all__ = ["Bill", "Line", "checkpoint_gb", "make_bill", "pin_warnings", "split_rows"]
+__all__ = ["Bill", "Line", "checkpoint_gb", "make_bill", "pin_warnings", "runs_checkpoint_gb",
+           "split_rows"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,12 @@ class Bill:
     def stage_total(self, stage: str) -> float:
         return sum(x.gpu_hours for x in self.lines if x.stage == stage)
 
+    def retries(self, stage: str) -> int:
+        """Snakemake retries a stage's jobs need to finish unattended: its most submissions,
+        less the first (a job that checkpoints and stops before its limit ends as failed, and
+        the retry resumes it)."""
+        return max((x.submissions - 1 for x in self.lines if x.stage == stage), default=0)
+
     @property
     def total(self) -> float:
         return sum(x.gpu_hours for x in self.lines)
@@ -67,8 +77,11 @@ class Bill:
                "length limit, DAPO at its rollout cap)"]
         for stage in dict.fromkeys(x.stage for x in billed):
             for x in (y for y in billed if y.stage == stage):
+                subs = ("" if x.submissions == 1 and "cannot" not in x.note else
+                        ", cannot finish" if "cannot" in x.note else
+                        f", {x.submissions} submissions")
                 out.append(f"  {stage:<17} {x.what:<38} {x.jobs:>3} job(s) x {x.hours:7.1f} h x "
-                           f"{x.gpus} GPUs = {x.gpu_hours:9.1f} GPU-h")
+                           f"{x.gpus} GPUs = {x.gpu_hours:9.1f} GPU-h{subs}")
             out.append(f"  {stage + ' total':<60}{self.stage_total(stage):>26.1f} GPU-h")
             out += _over_runtime(stage, [y for y in billed if y.stage == stage])
         out.append(f"  {'TOTAL':<60}{self.total:>26.1f} GPU-h")
@@ -86,23 +99,29 @@ def _over_runtime(stage: str, lines: list[Line]) -> list[str]:
         over = [y for y in lines if y.submissions > 1 or "cannot" in y.note]
     if not over:
         return []
-    jobs = sum(y.jobs for y in over)
     runtime = over[0].runtime_h
     key = _KEY[stage]
     if stage == "evaluation":   # nothing resumes an evaluation job: refused by vade.eval.plan
-        return [f"  ! {jobs} {stage} job(s) may exceed resources.{key}.runtime ({runtime:g} h) "
+        return [f"  ! {sum(y.jobs for y in over)} {stage} job(s) may exceed resources.{key}.runtime ({runtime:g} h) "
                 f"in the worst case: nothing resumes them: raise resources.{key}.runtime or "
                 f"lower {key}.max_new_tokens"]
     stuck = [y for y in over if "cannot" in y.note]
-    if stuck:
-        return [f"  ! {sum(y.jobs for y in stuck)} {stage} job(s) {stuck[0].note}"]
-    worst = max(over, key=lambda y: y.submissions)
+    out = [f"  ! {sum(y.jobs for y in stuck)} {stage} job(s) {stuck[0].note}"] if stuck else []
+    rest = [y for y in over if "cannot" not in y.note]
+    if not rest:
+        return out
+    worst = max(rest, key=lambda y: y.submissions)
     how = ("each checkpoints and stops itself before the limit" if stage == "training" else
            "a job killed at the limit loses only the chunk it was writing")
-    return [f"  ! {jobs} {stage} job(s) exceed resources.{key}.runtime ({runtime:g} h) in the "
-            f"worst case: up to {worst.submissions} submissions each ({worst.note}); {how}, and "
-            "the next submission resumes (slurm/config.yaml retries once: run snakemake again "
-            "to go on)"]
+    counts = ", ".join(f"{n} x {k}" for k, n in sorted(
+        Counter(y.submissions for y in rest).items()))
+    return out + [f"  ! {sum(y.jobs for y in rest)} {stage} job(s) exceed resources.{key}.runtime "
+                  f"({runtime:g} h) in the worst case: up to {worst.submissions} submissions "
+                  f"each ({worst.note}; jobs x submissions: {counts}); {how}, and the next "
+                  f"submission resumes (the workflow sets rule {_RULE[stage]}'s Snakemake retries "
+                  f"to {worst.submissions - 1}, so one `snakemake --profile slurm` runs them "
+                  "all)"]
+
 
 
 def _submissions(hours: float, overhead_h: float, runtime_h: float | None, units: int,
@@ -142,6 +161,7 @@ def split_rows(config: Mapping[str, Any]) -> tuple[int, int, str]:
 
 
 _KEY = {"initial rollouts": "difficulty", "training": "train", "evaluation": "evaluate"}
+_RULE = {"initial rollouts": "init_difficulty", "training": "train"}
 
 
 def _runtime_h(config: Mapping[str, Any], stage: str) -> float | None:
@@ -172,12 +192,36 @@ def checkpoint_gb(config: Mapping[str, Any], model: str) -> float:
     return params * (keep * per_param + 2.0) / 1e9
 
 
+def runs_checkpoint_gb(config: Mapping[str, Any], runs_root: Path | None = None,
+                       mine: str | None = None) -> tuple[float, int]:
+    """(GB, runs): the checkpoints the grid's training runs still need on one disk, all at
+    once (the workflow runs them concurrently: 15 for the paper, 2.75 TB together, where each
+    job used to check room for its own run only). With ``runs_root`` (``results/<name>/runs``)
+    a finished run (``done.json``) needs nothing more and a running one what it has not yet
+    written; with ``mine`` (a job's own run id) only runs already started (their folder exists)
+    count beside it: those not started check for themselves when they start."""
+    need, runs = 0.0, 0
+    for cell in grid_cells(config):
+        run = runs_root / cell.run_id if runs_root is not None else None
+        if run is not None and (run / "done.json").is_file():
+            continue
+        if mine is not None and cell.run_id != mine and not (run and run.is_dir()):
+            continue
+        written = sum(f.stat().st_size for f in (run / "checkpoints").rglob("*")
+                      if f.is_file()) / 1e9 if run is not None and run.is_dir() else 0.0
+        need += max(0.0, checkpoint_gb(config, cell.model) - written)
+        runs += 1
+    return need, runs
+
+
 def _hours(tokens: float, rate: float, overhead_min: float) -> float:
     return (tokens / rate / 60.0 + overhead_min) / 60.0
 
 
 def _training_line(config: Mapping[str, Any], cell: Cell, val_rows: int,
-                   rates: Mapping[str, float], gpus: int) -> Line:
+                   rates: Mapping[str, float], gpus: int, working: int) -> Line:
+    """One run's line: billed on ``gpus`` (what SLURM holds), timed at the speed of
+    ``working`` (the GPUs verl's workers use; more asked for are idle, not faster)."""
     from vade.train.config import TrainConfig
 
     t = TrainConfig.from_config(run_config(config, cell), algorithm=cell.algorithm,
@@ -190,7 +234,7 @@ def _training_line(config: Mapping[str, Any], cell: Cell, val_rows: int,
         t.steps // t.val_every + (1 if t.steps % t.val_every else 0) if t.val_every else 1)
     rows = min(val_rows, t.val_max_samples) if t.val_max_samples else val_rows
     validated = passes * rows * t.val_n * t.max_new_tokens
-    scale = max(gpus, 1) / REFERENCE_GPUS
+    scale = max(working, 1) / REFERENCE_GPUS
     minutes = ((generated + validated) / (rates["rollout_tokens_per_s"] * scale)
                + updated / (rates["update_tokens_per_s"] * scale)) / 60.0 \
         + rates["job_overhead_min"]
@@ -218,8 +262,30 @@ def pin_warnings(config: Mapping[str, Any], config_path: str = "<config>") -> li
             f"{resolve_command(config, config_path)}"]
 
 
-def make_bill(config: Mapping[str, Any], config_path: str = "<config>") -> Bill:
-    """The bill of a whole config (``check_gpu_resources`` first: a refused layout has none)."""
+def disk_warnings(config: Mapping[str, Any],
+                  free_gb: Callable[[Path], float] | None = None) -> list[str]:
+    """The grid's checkpoints, all runs at once, against the free disk under ``results/``."""
+    if (config.get("train") or {}).get("backend") != "verl":
+        return []
+    need, runs = runs_checkpoint_gb(config)
+    need += ClusterConfig.from_config(config).min_free_gb
+    where = Path("results")
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    free = (free_gb or (lambda p: shutil.disk_usage(p).free / 1e9))(where.resolve())
+    if free >= need:
+        return []
+    return [f"checkpoint disk: {runs} training runs at once keep {need:,.0f} GB "
+            f"(train.keep_checkpoints + final model each, + cluster.min_free_gb), "
+            f"{free:,.0f} GB free at {where.resolve()}: free space there, lower "
+            "train.keep_checkpoints, or run fewer at once (snakemake --jobs / "
+            "--resources)"]
+
+
+def make_bill(config: Mapping[str, Any], config_path: str = "<config>",
+              free_gb: Callable[[Path], float] | None = None) -> Bill:
+    """The bill of a whole config (``check_gpu_resources`` first: a refused layout has none);
+    ``free_gb`` the free disk under a path (the checkpoints' check; tests pass a stand-in)."""
     from vade import methods
     from vade.eval.config import Benchmark, EvaluateConfig
     from vade.eval.plan import make_plan
@@ -259,7 +325,8 @@ def make_bill(config: Mapping[str, Any], config_path: str = "<config>") -> Bill:
         lines.append(Line("initial rollouts", what, 1, hours, stage_gpus(config, "difficulty"),
                           runtime, max(subs, 1), note))
     gpus = stage_gpus(config, "train")
-    lines += [_training_line(config, c, val_rows, rates, gpus) for c in cells]
+    working = used_gpus(config, "train") or gpus   # the local backend: no verl workers
+    lines += [_training_line(config, c, val_rows, rates, gpus, working) for c in cells]
     assumptions.append(("training tokens", "steps x batch_size x rollouts_per_prompt x "
                         "max_new_tokens (x dapo.max_rollout_factor for DAPO) generated, + "
                         "prompt_tokens per response updated, + validation passes",
@@ -298,6 +365,13 @@ def make_bill(config: Mapping[str, Any], config_path: str = "<config>") -> Bill:
                 "GPU-h idle in this bill" for st, n, why in idle_gpus(config)]
     warnings += _memory_warnings(config, cells)
     warnings += pin_warnings(config, config_path)
+    warnings += disk_warnings(config, free_gb)
+    disk, runs = runs_checkpoint_gb(config)
+    if disk:
+        assumptions.append(("checkpoint disk", f"{disk:,.0f} GB for {runs} runs at once",
+                            "cluster.plan.bytes_per_param x parameters x "
+                            "(train.keep_checkpoints + a final bf16 copy) per run, all runs "
+                            "concurrently (vade preflight --stage train checks it too)"))
     return Bill(str(config.get("name", "?")), tuple(lines), tuple(assumptions),
                 tuple(warnings))
 

@@ -267,8 +267,11 @@ def check_assets(config: Mapping[str, Any], stage: str,
 def check_disk(config: Mapping[str, Any], stage: str, where: str | Path,
                model: str | None = None,
                free_gb: Callable[[Path], float] | None = None) -> Check:
-    """Free disk where the stage writes: a training run's checkpoints plus cluster.min_free_gb."""
-    from vade.cluster.bill import checkpoint_gb
+    """Free disk where the stage writes: for training, every unfinished run's checkpoints of
+    the grid (they run at once on the same disk; ``vade.cluster.bill.runs_checkpoint_gb``) plus
+    cluster.min_free_gb. ``where`` is ``--out``: a run's folder inside a job (with ``model``),
+    else the results root."""
+    from vade.cluster.bill import checkpoint_gb, runs_checkpoint_gb
     from vade.cluster.config import ClusterConfig
     from vade.grid import cells as grid_cells
 
@@ -279,13 +282,21 @@ def check_disk(config: Mapping[str, Any], stage: str, where: str | Path,
     need = ClusterConfig.from_config(config).min_free_gb
     what = "cluster.min_free_gb"
     if stage == "train":
-        models = [model] if model else list(dict.fromkeys(c.model for c in grid_cells(config)))
-        ckpt = max((checkpoint_gb(config, m) for m in models), default=0.0)
+        if model:   # inside a job: this run and the others already started beside it
+            ckpt, runs = runs_checkpoint_gb(config, Path(where).parent, Path(where).name)
+            if Path(where).name not in {c.run_id for c in grid_cells(config)}:
+                ckpt, runs = ckpt + checkpoint_gb(config, model), runs + 1   # not the grid's
+            who = f"this run and {runs - 1} other started, unfinished run(s)"
+        else:       # by hand: every unfinished run of the grid at once
+            ckpt, runs = runs_checkpoint_gb(
+                config, Path(where) / str(config.get("name", "")) / "runs")
+            who = f"the {runs} unfinished run(s) of the grid at once"
         need += ckpt
-        what = f"{ckpt:.0f} GB of checkpoints (train.keep_checkpoints) + cluster.min_free_gb"
+        what = (f"{ckpt:.0f} GB of checkpoints for {who} (train.keep_checkpoints) + "
+                "cluster.min_free_gb")
     return Check("disk", free >= need, f"{free:.0f} GB free at {path}, {need:.0f} GB needed "
-                 f"({what})", "free space there, lower train.keep_checkpoints, or lower "
-                 "cluster.min_free_gb")
+                 f"({what})", "free space there, lower train.keep_checkpoints, run fewer "
+                 "training runs at once (snakemake --jobs), or lower cluster.min_free_gb")
 
 
 def check_pins(config: Mapping[str, Any]) -> Check:

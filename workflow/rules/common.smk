@@ -60,9 +60,25 @@ from vade.cluster.resources import check_gpu_resources
 # one line naming the key, as the CLI prints it, not a traceback out of the bill.
 try:
     check_gpu_resources(config)
-    logger.info(make_bill(config, (workflow.configfiles or ['<config>'])[-1]).text())
+    BILL = make_bill(config, (workflow.configfiles or ['<config>'])[-1])
+    logger.info(BILL.text())
 except (ValueError, OverflowError) as exc:
     raise WorkflowError(f"config {exc}") from None
+
+
+# A job that checkpoints and stops before its time limit ends as failed, and Snakemake's retry
+# resumes it: each resumable GPU rule gets the retries its worst job needs (the bill's
+# submissions, less one: 11 for the paper's DAPO runs), or the profile's own when that is more.
+# Set when the run starts, where the profile's value is known (a rule's `retries:` would replace
+# it); Snakemake reads a rule's retries only when one of its jobs fails.
+onstart:
+    for _name, _stage in (("train", "training"), ("init_difficulty", "initial rollouts")):
+        _rule = getattr(rules, _name).rule
+        _rule.restart_times = max(_rule.restart_times or 0, BILL.retries(_stage))
+        if BILL.retries(_stage):
+            logger.info(f"rule {_name}: {_rule.restart_times} retries (resumable jobs of up to "
+                        f"{BILL.retries(_stage) + 1} submissions, vade plan)")
+
 # `vade preflight`, the first command of every GPU job, reads the whole config from here (like the
 # MLflow store: an environment setting, so that changing it reruns nothing).
 os.environ.update(VADE_WORKFLOW_CONFIG=json.dumps(config))

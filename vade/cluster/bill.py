@@ -106,7 +106,8 @@ def _over_runtime(stage: str, lines: list[Line]) -> list[str]:
                 f"in the worst case: nothing resumes them: raise resources.{key}.runtime or "
                 f"lower {key}.max_new_tokens"]
     stuck = [y for y in over if "cannot" in y.note]
-    out = [f"  ! {sum(y.jobs for y in stuck)} {stage} job(s) {stuck[0].note}"] if stuck else []
+    out = ([f"  ! {sum(y.jobs for y in stuck)} {stage} job(s) "
+            f"{max(stuck, key=lambda y: y.hours).note}"] if stuck else [])
     rest = [y for y in over if "cannot" not in y.note]
     if not rest:
         return out
@@ -218,6 +219,27 @@ def _hours(tokens: float, rate: float, overhead_min: float) -> float:
     return (tokens / rate / 60.0 + overhead_min) / 60.0
 
 
+def padded(config: Mapping[str, Any]) -> bool:
+    """Whether verl computes the update and log-prob passes over padded sequences. verl 0.7.1
+    removes padding (``use_remove_padding``) for Qwen2.5-VL only through flash-attn: its patched
+    attention (``verl/models/transformers/qwen2_vl.py``) calls ``flash_attn_varlen_func`` or
+    transformers' flash-attention forward, and the actor unpads with
+    ``flash_attn.bert_padding`` (``verl/utils/attention_utils.py``). So with the SDPA default
+    (``vade.train.verl.overrides``) every sequence is ``max_prompt_length`` (prompts are
+    left-padded to it) + ``max_new_tokens`` positions."""
+    train = config.get("train") or {}
+    return (train.get("backend") == "verl"
+            and (train.get("verl") or {}).get("attention", "sdpa") != "flash_attention_2")
+
+
+def _update_positions(config: Mapping[str, Any], t: Any, rates: Mapping[str, float]) -> float:
+    """Positions per response the update and log-prob passes compute: the padded length under
+    ``padded``, else the assumed mean prompt plus the response limit."""
+    if padded(config):
+        return float(t.verl.max_prompt_length + t.max_new_tokens)
+    return rates["prompt_tokens"] + t.max_new_tokens
+
+
 def _training_line(config: Mapping[str, Any], cell: Cell, val_rows: int,
                    rates: Mapping[str, float], gpus: int, working: int) -> Line:
     """One run's line: billed on ``gpus`` (what SLURM holds), timed at the speed of
@@ -229,7 +251,7 @@ def _training_line(config: Mapping[str, Any], cell: Cell, val_rows: int,
     per_step = t.batch_size * t.rollouts_per_prompt
     factor = t.dapo.max_rollout_factor if t.spec.shaping == "dapo" else 1.0
     generated = t.steps * per_step * t.max_new_tokens * factor
-    updated = t.steps * per_step * (rates["prompt_tokens"] + t.max_new_tokens) * t.ppo_epochs
+    updated = t.steps * per_step * _update_positions(config, t, rates) * t.ppo_epochs
     passes = int(t.val_before_train) + (
         t.steps // t.val_every + (1 if t.steps % t.val_every else 0) if t.val_every else 1)
     rows = min(val_rows, t.val_max_samples) if t.val_max_samples else val_rows
@@ -329,8 +351,25 @@ def make_bill(config: Mapping[str, Any], config_path: str = "<config>",
     lines += [_training_line(config, c, val_rows, rates, gpus, working) for c in cells]
     assumptions.append(("training tokens", "steps x batch_size x rollouts_per_prompt x "
                         "max_new_tokens (x dapo.max_rollout_factor for DAPO) generated, + "
-                        "prompt_tokens per response updated, + validation passes",
+                        "the positions of each response's update and log-prob passes, + "
+                        "validation passes",
                         "train section of the config (vade.train.config.TrainConfig)"))
+    if padded(config) and cells:
+        from vade.train.config import TrainConfig
+
+        t = TrainConfig.from_config(run_config(config, cells[0]), algorithm=cells[0].algorithm,
+                                    method=cells[0].method, seed=cells[0].seed)
+        real = rates["prompt_tokens"] + t.max_new_tokens
+        pad = t.verl.max_prompt_length + t.max_new_tokens
+        assumptions.append((
+            "update positions", f"{pad:,} per response (train.verl.max_prompt_length "
+            f"{t.verl.max_prompt_length:,} + train.max_new_tokens {t.max_new_tokens:,}), "
+            f"{pad / real:.1f}x the {real:,.0f} of a mean prompt",
+            "train.verl.attention: sdpa: verl 0.7.1 removes padding for Qwen2.5-VL only with "
+            "flash-attn, so every prompt is left-padded to max_prompt_length; "
+            "train.verl.attention: flash_attention_2 (VADE_FLASH_ATTN=1 when the env is "
+            "built) removes it, or lower train.verl.max_prompt_length to the data's longest "
+            "prompt"))
 
     ev_cfg = EvaluateConfig.from_dict(config.get("evaluate") or {})
     res = (config.get("resources") or {}).get("evaluate") or {}

@@ -364,7 +364,8 @@ def make_bill(config: Mapping[str, Any], config_path: str = "<config>",
         assumptions.append((
             "update positions", f"{pad:,} per response (train.verl.max_prompt_length "
             f"{t.verl.max_prompt_length:,} + train.max_new_tokens {t.max_new_tokens:,}), "
-            f"{pad / real:.1f}x the {real:,.0f} of a mean prompt",
+            f"{pad / real:.1f}x the {real:,.0f} of a mean prompt (cluster.plan.prompt_tokens) "
+            "and its response",
             "train.verl.attention: sdpa: verl 0.7.1 removes padding for Qwen2.5-VL only with "
             "flash-attn, so every prompt is left-padded to max_prompt_length; "
             "train.verl.attention: flash_attention_2 (VADE_FLASH_ATTN=1 when the env is "

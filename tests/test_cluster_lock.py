@@ -140,3 +140,24 @@ def test_without_a_lock_key_prefetch_says_nothing_records_the_commits(shipped):
     cfg = copy.deepcopy(shipped)
     del cfg["cluster"]["revisions_lock"]
     assert "set cluster.revisions_lock" in check_pins(cfg).knob
+
+
+@pytest.mark.e2e
+def test_the_workflow_gives_build_data_the_lock(tmp_path):
+    """A real Snakemake dry run of the shipped config: build-data's config carries
+    cluster.revisions_lock (on main it got cluster.revisions only, so the lock was never read)."""
+    import json
+    import re
+    import subprocess
+    import sys
+
+    from workflow_copy import clean_copy
+
+    repo = clean_copy(tmp_path / "repo")
+    snakemake = Path(sys.executable).with_name("snakemake")
+    proc = subprocess.run([str(snakemake), "-n", "-p", "--profile", "slurm", "build_data"],
+                          cwd=repo, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cmd = next(x for x in proc.stdout.splitlines() if "vade build-data --config-json" in x)
+    cfg = json.loads(re.search(r"--config-json '(.*?)' --out", cmd).group(1))
+    assert cfg["cluster"] == {"revisions": {}, "revisions_lock": "config/revisions.lock.yaml"}

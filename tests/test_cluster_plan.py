@@ -17,7 +17,8 @@ import yaml
 from workflow_copy import clean_copy
 
 from vade.cli import main
-from vade.cluster.bill import checkpoint_gb, make_bill, runs_checkpoint_gb, split_rows
+from vade.cluster.bill import make_bill, split_rows
+from vade.cluster.disk import checkpoint_gb, runs_checkpoint_gb
 from vade.cluster.resources import check_gpu_resources
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")

@@ -10,6 +10,7 @@ version logic is under test (importing vllm/verl takes a minute on these 2 cores
 from __future__ import annotations
 
 import copy
+import os
 from importlib import metadata
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 import yaml
 
 from vade.cli import main
+from vade.cluster.disk import checkpoint_gb
 from vade.cluster.preflight import (
     check_disk,
     check_gpus,
@@ -115,14 +117,11 @@ def test_disk_counts_the_runs_beside_this_one(paper, tmp_path):
     (runs / "qwen2.5-vl-7b-gspo-vade-s0").mkdir()
     (runs / "qwen2.5-vl-7b-grpo-dapo-s0").mkdir()
     (runs / "qwen2.5-vl-7b-grpo-dapo-s0" / "done.json").write_text("{}")
-    from vade.cluster import bill
-    orig = bill.checkpoint_gb
-    written = 2.0   # stand-in for 2 GB on disk: the size the run has written is subtracted
-    import os
+    written = 2.0   # a 2 GB sparse file: the size the run has written is subtracted
     os.truncate(runs / "qwen2.5-vl-3b-grpo-vade-s0" / "checkpoints" / "w", int(written * 1e9))
     job = check_disk(paper, "train", runs / "qwen2.5-vl-7b-grpo-vanilla-s0", "qwen2.5-vl-7b",
                      lambda p: 600.0)
-    need = 238 + (orig(paper, "qwen2.5-vl-3b") - written) + 238 + 50
+    need = 238 + (checkpoint_gb(paper, "qwen2.5-vl-3b") - written) + 238 + 50
     assert not job.ok and f"{need:.0f} GB needed" in job.detail
     assert "this run and 2 other started, unfinished run(s)" in job.detail
     by_hand = check_disk(paper, "train", tmp_path, None, lambda p: 1e4)

@@ -167,7 +167,7 @@ def probe_gpus() -> list[float]:
 def check_gpus(config: Mapping[str, Any], stage: str, gpus: Sequence[float],
                needed: int) -> list[Check]:
     """Enough GPUs for the stage, and each served model's weights inside its memory share."""
-    from vade.cluster.bill import params_of
+    from vade.cluster.disk import params_of
     from vade.eval.config import EvaluateConfig
 
     key = f"resources.{stage}.gpu"
@@ -268,11 +268,11 @@ def check_disk(config: Mapping[str, Any], stage: str, where: str | Path,
                model: str | None = None,
                free_gb: Callable[[Path], float] | None = None) -> Check:
     """Free disk where the stage writes: for training, every unfinished run's checkpoints of
-    the grid (they run at once on the same disk; ``vade.cluster.bill.runs_checkpoint_gb``) plus
+    the grid (they run at once on the same disk; ``vade.cluster.disk.runs_checkpoint_gb``) plus
     cluster.min_free_gb. ``where`` is ``--out``: a run's folder inside a job (with ``model``),
     else the results root."""
-    from vade.cluster.bill import checkpoint_gb, runs_checkpoint_gb
     from vade.cluster.config import ClusterConfig
+    from vade.cluster.disk import checkpoint_gb, runs_checkpoint_gb
     from vade.grid import cells as grid_cells
 
     path = Path(where)

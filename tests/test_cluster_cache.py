@@ -113,8 +113,8 @@ def test_full_cache_is_refused_first_and_a_copy_that_fills_it_is_one_line(tmp_pa
 
 def test_each_evaluation_job_gets_a_node_local_mirror_of_the_datasets(paper, tmp_path,
                                                                      monkeypatch):
-    from vade.job.config import job_env
     from vade.cluster.preflight_cache import check_local_datasets
+    from vade.job.config import job_env
 
     shared = tmp_path / "cache" / "datasets" / "ai4math___math_vista" / "default" / "0.0.0"
     shared.mkdir(parents=True)

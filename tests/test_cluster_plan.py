@@ -17,7 +17,8 @@ import yaml
 from workflow_copy import clean_copy
 
 from vade.cli import main
-from vade.cluster.bill import checkpoint_gb, make_bill, split_rows
+from vade.cluster.bill import make_bill, split_rows
+from vade.cluster.disk import checkpoint_gb, runs_checkpoint_gb
 from vade.cluster.resources import check_gpu_resources
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -36,7 +37,7 @@ def test_paper_split_rows_follow_the_stratified_split(paper):
 
 
 def test_paper_bill_by_hand(paper):
-    bill = make_bill(paper)
+    bill = make_bill(paper, free_gb=lambda p: 1e5)   # stand-in: a disk with room
     rows = 9471 - 948
     # initial rollouts: rows x 8 x 2048 tokens at 4000 tokens/s (4 engines on the 4 GPUs), in
     # ceil(8523 / (4096 // 8)) = 17 chunks of 0.57 h; 8 h - 20 min holds 13 of them, so two
@@ -47,23 +48,33 @@ def test_paper_bill_by_hand(paper):
     diff_h = diff_work + 2 * 20 / 60
     assert bill.stage_total("initial rollouts") == pytest.approx(2 * 4 * diff_h)
     # training, vanilla GRPO: 240 steps x 512 x 8 responses of 2048 tokens generated,
-    # (1024 + 2048) tokens each updated at 8000/s, validation 1 + 24 passes x 948 x 2048 tokens
+    # (8192 + 2048) positions each updated at 8000/s (SDPA: verl 0.7.1 removes padding only with
+    # flash-attn, so every prompt is left-padded to max_prompt_length 8192; main priced a
+    # 1024-token mean prompt, half the real compute), validation 1 + 24 passes x 948 x 2048
     gen = 240 * 512 * 8 * 2048
-    upd = 240 * 512 * 8 * (1024 + 2048)
+    upd = 240 * 512 * 8 * (8192 + 2048)
     val = 25 * 948 * 2048
     vanilla_work = ((gen + val) / 4000 / 60 + upd / 8000 / 60) / 60
     dapo_work = ((3 * gen + val) / 4000 / 60 + upd / 8000 / 60) / 60
     # steps per 48 h submission: it stops after step j once 47 h 40 min - j x step < 1.5 steps
-    # vanilla: 1.033 h steps -> 45 steps, 6 submissions; DAPO: 2.199 h (131.9 min) -> 21, 12
-    assert (round(vanilla_work / 240, 3), round(dapo_work / 240 * 60, 1)) == (1.033, 131.9)
-    vanilla_h = vanilla_work + 6 / 3
-    dapo_h = dapo_work + 12 / 3
+    # vanilla: 2.053 h steps -> 22 steps, 11 submissions; DAPO: 3.218 h (193.1 min) -> 14, 18
+    assert (round(vanilla_work / 240, 3), round(dapo_work / 240 * 60, 1)) == (2.053, 193.1)
+    vanilla_h = vanilla_work + 11 / 3
+    dapo_h = dapo_work + 18 / 3
     lines = {x.what: x for x in bill.lines if x.stage == "training"}
     assert lines["qwen2.5-vl-7b-grpo-vanilla-s0"].hours == pytest.approx(vanilla_h)
-    assert lines["qwen2.5-vl-7b-grpo-vanilla-s0"].submissions == 6
+    assert lines["qwen2.5-vl-7b-grpo-vanilla-s0"].submissions == 11
     assert lines["qwen2.5-vl-3b-gspo-dapo-s0"].hours == pytest.approx(dapo_h)
-    assert lines["qwen2.5-vl-3b-gspo-dapo-s0"].submissions == 12
-    assert "21 of 240 steps per submission" in lines["qwen2.5-vl-3b-gspo-dapo-s0"].note
+    assert lines["qwen2.5-vl-3b-gspo-dapo-s0"].submissions == 18
+    assert "14 of 240 steps per submission" in lines["qwen2.5-vl-3b-gspo-dapo-s0"].note
+    assert "update positions = 10,240 per response" in bill.text()
+    # with flash-attn, padding removal: the assumed 1024-token mean prompt again
+    fa = copy.deepcopy(paper)
+    fa["train"]["verl"]["attention"] = "flash_attention_2"
+    fa_lines = {x.what: x for x in make_bill(fa, free_gb=lambda p: 1e5).lines}
+    fa_upd = 240 * 512 * 8 * (1024 + 2048)
+    assert fa_lines["qwen2.5-vl-7b-grpo-vanilla-s0"].hours == pytest.approx(
+        ((gen + val) / 4000 / 60 + fa_upd / 8000 / 60) / 60 + 6 / 3)
     assert len(lines) == 15
     assert bill.stage_total("training") == pytest.approx(4 * (11 * vanilla_h + 4 * dapo_h))
     # evaluation: 17 checkpoints x 4 repeats x 278.83 min x 4 GPUs (vade evaluate --plan); 13,701
@@ -74,7 +85,9 @@ def test_paper_bill_by_hand(paper):
     assert bill.total == pytest.approx(bill.stage_total("initial rollouts")
                                        + bill.stage_total("training")
                                        + bill.stage_total("evaluation"))
-    assert bill.warnings == ()   # the shipped layout fits and leaves no GPU idle
+    # the shipped layout fits and leaves no GPU idle; its datasets wait for their pins
+    # (the first prefetch writes them: test_cluster_lock.py)
+    assert [w.split(":")[0] for w in bill.warnings] == ["data.paper.require_pinned"]
 
 
 def test_bill_names_each_assumption_with_its_source(paper, capsys):
@@ -84,7 +97,7 @@ def test_bill_names_each_assumption_with_its_source(paper, capsys):
     assert "(set cluster.plan.rollout_tokens_per_s)" in out
     assert "train rows = 8,523: data.paper.tasks split by data.val_fraction" in out
     assert "15 training job(s) exceed resources.train.runtime (48 h) in the worst case: up to " \
-           "12 submissions each" in out
+           "18 submissions each" in out
     mine = copy.deepcopy(paper)
     mine["cluster"] = {"plan": {"rollout_tokens_per_s": 8000}}
     text = make_bill(mine).text()
@@ -158,9 +171,9 @@ def test_evaluation_jobs_over_runtime_are_counted_as_jobs(paper):
 
 def test_a_step_longer_than_a_submission_is_named(paper):
     cfg = copy.deepcopy(paper)
-    cfg["resources"]["train"]["runtime"] = 120   # 2 h jobs; a DAPO step takes up to 2.2 h
+    cfg["resources"]["train"]["runtime"] = 120   # 2 h jobs; a DAPO step takes up to 3.2 h
     text = make_bill(cfg).text()
-    assert "cannot finish: one step takes up to 2.2 h and needs 1.5x that before " \
+    assert "cannot finish: one step takes up to 3.2 h and needs 1.5x that before " \
            "resources.train.runtime (2 h): raise it" in text
 
 
@@ -168,13 +181,61 @@ def test_memory_of_table4_micro_batches_is_refused_in_the_bill(paper):
     cfg = copy.deepcopy(paper)
     cfg["train"].pop("verl")                      # Table 4: 16 sequences per GPU
     warnings = make_bill(cfg).warnings
-    assert "training memory of qwen2.5-vl-7b: update needs 174.9 GiB per GPU of 79: set " \
-           "train.verl.ppo_micro_batch_size_per_gpu <= 5" in " ".join(warnings)
+    assert "training memory of qwen2.5-vl-7b: update needs 204.7 GiB per GPU of 75.0 (95% of " \
+           "79): set train.verl.ppo_micro_batch_size_per_gpu <= 2" in " ".join(warnings)
 
 
 def test_checkpoint_disk_from_the_model_size(paper):
     # 7e9 params x (2 kept x 16 B + 2 B final bf16) = 238 GB
     assert checkpoint_gb(paper, "qwen2.5-vl-7b") == pytest.approx(7e9 * 34 / 1e9)
+
+
+def test_checkpoint_disk_counts_the_runs_that_run_at_once(paper):
+    """On main each job checked room for its own run (288 GB); the 15 runs share the disk."""
+    # 6 runs of 3B x 102 GB + 9 of 7B x 238 GB = 2,754 GB, + 50 GB kept free
+    assert runs_checkpoint_gb(paper) == (pytest.approx(6 * 3e9 * 34 / 1e9 + 9 * 7e9 * 34 / 1e9),
+                                         15)
+    text = make_bill(paper, free_gb=lambda p: 2000.0).text()
+    assert "! checkpoint disk: 15 training runs at once keep 2,804 GB" in text
+    assert "2,000 GB free at" in text
+    assert "checkpoint disk" not in " ".join(make_bill(paper, free_gb=lambda p: 2805.0).warnings)
+
+
+def test_gpus_beyond_the_workers_are_billed_idle_not_as_speed(paper):
+    """resources.train.gpu: 8 with n_gpus_per_node: 4: main priced DAPO at 8 GPUs' speed (half
+    the submissions); 4 GPUs work, so it is the 4-GPU run's 18 submissions, billed on 8 GPUs."""
+    cfg = copy.deepcopy(paper)
+    cfg["resources"]["train"]["gpu"] = 8
+    base = {x.what: x for x in make_bill(paper, free_gb=lambda p: 1e5).lines}
+    bill = make_bill(cfg, free_gb=lambda p: 1e5)
+    dapo = next(x for x in bill.lines if x.what == "qwen2.5-vl-7b-grpo-dapo-s0")
+    assert dapo.submissions == 18 and dapo.gpus == 8
+    assert dapo.hours == pytest.approx(base[dapo.what].hours)
+    assert dapo.gpu_hours == pytest.approx(2 * base[dapo.what].gpu_hours)
+    assert any(w.startswith("resources.train.gpu asks for 4 GPU(s) no engine uses")
+               for w in bill.warnings)
+
+
+def test_every_lines_submissions_are_printed_when_one_cannot_finish(paper):
+    """5 h submissions: a DAPO step (3.2 h, 1.5x margin) cannot fit, a vanilla one (2.05 h)
+    can, 1 step per submission: 240 submissions. main printed only the DAPO refusal."""
+    cfg = copy.deepcopy(paper)
+    cfg["resources"]["train"]["runtime"] = 300
+    bill = make_bill(cfg, free_gb=lambda p: 1e5)
+    text = bill.text()
+    assert "  ! 4 training job(s) cannot finish: one step takes up to 3.2 h" in text
+    assert "  ! 11 training job(s) exceed resources.train.runtime (5 h) in the worst case: up " \
+           "to 240 submissions each (1 of 240 steps per submission" in text
+    assert "qwen2.5-vl-7b-grpo-vanilla-s0            1 job(s) x" in text
+    assert text.count(", 240 submissions") == 11 and text.count(", cannot finish") == 4
+    assert bill.retries("training") == 239
+
+
+def test_retries_come_from_the_bill(paper):
+    bill = make_bill(paper, free_gb=lambda p: 1e5)
+    # worst case DAPO: 18 submissions, the first and 17 retries; initial rollouts 2
+    assert (bill.retries("training"), bill.retries("initial rollouts")) == (17, 1)
+    assert "the workflow sets rule train's Snakemake retries to 17" in bill.text()
 
 
 @pytest.mark.e2e

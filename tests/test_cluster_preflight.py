@@ -10,6 +10,7 @@ version logic is under test (importing vllm/verl takes a minute on these 2 cores
 from __future__ import annotations
 
 import copy
+import os
 from importlib import metadata
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 import yaml
 
 from vade.cli import main
+from vade.cluster.disk import checkpoint_gb
 from vade.cluster.preflight import (
     check_disk,
     check_gpus,
@@ -102,8 +104,28 @@ def test_disk_for_the_checkpoints(paper, tmp_path):
     # 7B: 7e9 x (2 x 16 + 2) B = 238 GB + 50 GB kept free
     low = check_disk(paper, "train", tmp_path / "runs/x", "qwen2.5-vl-7b", lambda p: 200.0)
     assert not low.ok and "200 GB free" in low.detail and "288 GB needed" in low.detail
-    assert check_disk(paper, "train", tmp_path, "qwen2.5-vl-7b", lambda p: 300.0).ok
+    assert check_disk(paper, "train", tmp_path / "runs/x", "qwen2.5-vl-7b", lambda p: 300.0).ok
     assert check_disk(paper, "evaluate", tmp_path, None, lambda p: 60.0).ok
+
+
+def test_disk_counts_the_runs_beside_this_one(paper, tmp_path):
+    """main checked each run alone (288 GB): a 7B job beside two started runs (a 3B one with
+    2 GB of checkpoints written, a 7B one) and a finished one needs 238 + 100 + 238 GB + 50."""
+    runs = tmp_path / "paper" / "runs"
+    (runs / "qwen2.5-vl-3b-grpo-vade-s0" / "checkpoints").mkdir(parents=True)
+    (runs / "qwen2.5-vl-3b-grpo-vade-s0" / "checkpoints" / "w").write_bytes(b"")
+    (runs / "qwen2.5-vl-7b-gspo-vade-s0").mkdir()
+    (runs / "qwen2.5-vl-7b-grpo-dapo-s0").mkdir()
+    (runs / "qwen2.5-vl-7b-grpo-dapo-s0" / "done.json").write_text("{}")
+    written = 2.0   # a 2 GB sparse file: the size the run has written is subtracted
+    os.truncate(runs / "qwen2.5-vl-3b-grpo-vade-s0" / "checkpoints" / "w", int(written * 1e9))
+    job = check_disk(paper, "train", runs / "qwen2.5-vl-7b-grpo-vanilla-s0", "qwen2.5-vl-7b",
+                     lambda p: 600.0)
+    need = 238 + (checkpoint_gb(paper, "qwen2.5-vl-3b") - written) + 238 + 50
+    assert not job.ok and f"{need:.0f} GB needed" in job.detail
+    assert "this run and 2 other started, unfinished run(s)" in job.detail
+    by_hand = check_disk(paper, "train", tmp_path, None, lambda p: 1e4)
+    assert "the 14 unfinished run(s) of the grid at once" in by_hand.detail
 
 
 def test_profile_placeholders_are_found_outside_comments(tmp_path):

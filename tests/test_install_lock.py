@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 from packaging.requirements import Requirement
 
-from vade.lockfile import (LOCK_DIR, Pin, drift, installed_versions, pins_for_this_machine,
-                           read_lock)
+from vade.lockfile import LOCK_DIR, Pin, drift, installed_versions, pins_for_this_machine, read_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_LOCK = LOCK_DIR / "venv.txt"

@@ -49,8 +49,28 @@ def test_ray_cpus_come_from_the_allocation():
     assert allocated_cpus({"SLURM_CPUS_PER_TASK": "32"}) == (32, "SLURM_CPUS_PER_TASK")
     assert allocated_cpus({"SLURM_JOB_CPUS_PER_NODE": "16(x2)"}) == (16,
                                                                      "SLURM_JOB_CPUS_PER_NODE")
+    assert allocated_cpus({"SLURM_CPUS_ON_NODE": "12", "SLURM_JOB_ID": "7"}) == (
+        12, "SLURM_CPUS_ON_NODE")
     n, source = allocated_cpus({})
     assert n == len(os.sched_getaffinity(0)) and source.startswith("os.sched_getaffinity")
+
+
+def test_ray_cpus_from_scontrol_in_a_job_step_without_cpu_variables(tmp_path):
+    """SLURM 22.05 sets neither SLURM_CPUS_PER_TASK nor SLURM_JOB_CPUS_PER_NODE in a job step;
+    main fell back to the process's affinity (every CPU of a node without cgroups). Stand-in:
+    ``scontrol`` on PATH, a script printing what SLURM 22.05's ``scontrol show job -o`` prints
+    for a 2-node job of 24 CPUs; real: the lookup, the call and the parsing."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "scontrol").write_text(
+        "#!/bin/sh\n[ \"$*\" = \"show job -o 4242\" ] || exit 1\n"
+        "echo 'JobId=4242 JobName=train UserId=u(1) NodeList=n[1-2] NumNodes=2 NumCPUs=24 "
+        "NumTasks=2 CPUs/Task=12 ReqB:S:C:T=0:0:*:*'\n")
+    (bin_ / "scontrol").chmod(0o755)
+    env = {"SLURM_JOB_ID": "4242", "PATH": str(bin_)}
+    assert allocated_cpus(env) == (12, "scontrol show job 4242 (NumCPUs / NumNodes)")
+    n, source = allocated_cpus({**env, "SLURM_JOB_ID": "99"})   # scontrol fails: affinity
+    assert source.startswith("os.sched_getaffinity")
     with initialize_config_dir(config_dir=verl_config_dir(), version_base=None):
         c = compose("ppo_trainer", overrides=[*build_overrides(spec()),
                                               "ray_kwargs.ray_init.num_cpus=32"])

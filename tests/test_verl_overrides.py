@@ -97,8 +97,9 @@ def test_table4_values_land_where_verl_reads_them(composed):
     assert rollout["tensor_model_parallel_size"] == 2
     assert rollout["prompt_length"] == 8192 and rollout["response_length"] == 2048
     assert actor["optim"]["lr"] == 1e-6 and actor["ppo_mini_batch_size"] == 128
-    # config/config.yaml: 4 per GPU, what fits an 80 GB GPU (vade.cluster.memory; Table 4: 16)
-    assert actor["ppo_micro_batch_size_per_gpu"] == 4
+    # config/config.yaml: 2 per GPU, what fits 95% of an 80 GB GPU (vade.cluster.memory;
+    # Table 4: 16)
+    assert actor["ppo_micro_batch_size_per_gpu"] == 2
     assert actor["use_kl_loss"] is True and actor["kl_loss_coef"] == 0.01
     assert (actor["clip_ratio_low"], actor["clip_ratio_high"]) == (3e-4, 4e-4)
     assert actor["loss_agg_mode"] == "seq-mean-token-mean"

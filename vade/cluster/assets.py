@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vade.data.benchmarks import benchmark_datasets
+from vade.data.benchmarks import benchmark_datasets  # the no-overlap rule's splits
 from vade.data.sources import TASKS
 from vade.eval.config import EvaluateConfig
 from vade.grid import cells as grid_cells
 from vade.job.config import ClusterConfig
+from vade.job.revisions import COMMIT, pinned_revisions
 
-__all__ = ["BENCHMARK_DATASETS", "Asset", "assets_of", "unknown_benchmarks"]
+__all__ = ["BENCHMARK_DATASETS", "Asset", "assets_of", "missing_pins", "unknown_benchmarks"]
 
 # task -> ((repo, config name or None), ...): lmms-eval 0.7.3's dataset_path / dataset_name
 # (MathVerse's vision group reads one config for its three subtasks).
@@ -61,10 +62,14 @@ def _is_local(ref: str) -> bool:
     return Path(ref).exists() or ref.startswith((".", "/"))
 
 
-def assets_of(config: Mapping[str, Any]) -> list[Asset]:
+def assets_of(config: Mapping[str, Any], *, locked: bool = True) -> list[Asset]:
     """The hub assets of a whole config, in a stable order (models, judge, sources,
-    benchmarks); revisions from ``cluster.revisions`` (default ``main``)."""
-    revs = ClusterConfig.from_config(config).revisions
+    benchmarks); revisions from ``cluster.revisions`` and, with ``locked``, the revisions lock
+    (``vade.job.revisions``; default ``main``). The workflow's prefetch rule takes its params
+    unlocked, so that the lock written by the first prefetch does not rerun it (and with it
+    every stage after it)."""
+    revs = (pinned_revisions(config) if locked
+            else dict(ClusterConfig.from_config(config).revisions))
     found: dict[str, dict[str, Any]] = {}
 
     def add(ident: str, kind: str, stage: str, configs: tuple = (), patterns=None) -> None:
@@ -93,7 +98,6 @@ def assets_of(config: Mapping[str, Any]) -> list[Asset]:
             spec = TASKS[task]
             pattern = f"{spec.config}/*" if spec.config else "data/*"
             add(spec.repo, "dataset", "data", (spec.config,), [pattern, "README.md"])
-
         for repo, name in benchmark_datasets(data["paper"].get("exclude_benchmarks") or ()):
             add(repo, "dataset", "data", (name,))
     if ev.kind == "paper":
@@ -111,3 +115,14 @@ def unknown_benchmarks(config: Mapping[str, Any]) -> list[str]:
     if ev.kind != "paper":
         return []
     return [b.task for b in ev.benchmarks if b.task not in BENCHMARK_DATASETS]
+
+
+def missing_pins(config: Mapping[str, Any]) -> list[str]:
+    """Dataset repositories ``vade build-data`` must read at a commit
+    (``data.paper.require_pinned``) that neither ``cluster.revisions`` nor the revisions lock
+    pins: the build would refuse them, after prefetch staged them."""
+    data = config.get("data") or {}
+    if data.get("kind") != "paper" or not (data.get("paper") or {}).get("require_pinned"):
+        return []
+    return [a.id for a in assets_of(config) if a.kind == "dataset" and "data" in a.stages
+            and not COMMIT.match(a.revision)]

@@ -11,12 +11,15 @@ dry run logs it (``workflow/rules/common.smk``).
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from vade import methods
+from vade.cluster.assets import missing_pins
+from vade.cluster.disk import disk_warnings, runs_checkpoint_gb
 from vade.cluster.memory import DEFAULT_GPU_GIB, check_layout, layout_of
 from vade.cluster.resources import check_gpu_resources, idle_gpus, stage_gpus, used_gpus
 from vade.data.config import data_config_from_mapping
@@ -25,9 +28,10 @@ from vade.eval.plan import make_plan
 from vade.grid import Cell, run_config
 from vade.grid import cells as grid_cells
 from vade.job.config import ClusterConfig
+from vade.job.revisions import resolve_command
 from vade.train.config import TrainConfig
 
-__all__ = ["Bill", "Line", "checkpoint_gb", "make_bill", "split_rows"]
+__all__ = ["Bill", "Line", "make_bill", "pin_warnings", "split_rows"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,12 @@ class Bill:
     def stage_total(self, stage: str) -> float:
         return sum(x.gpu_hours for x in self.lines if x.stage == stage)
 
+    def retries(self, stage: str) -> int:
+        """Snakemake retries a stage's jobs need to finish unattended: its most submissions,
+        less the first (a job that checkpoints and stops before its limit ends as failed, and
+        the retry resumes it)."""
+        return max((x.submissions - 1 for x in self.lines if x.stage == stage), default=0)
+
     @property
     def total(self) -> float:
         return sum(x.gpu_hours for x in self.lines)
@@ -71,8 +81,11 @@ class Bill:
                "length limit, DAPO at its rollout cap)"]
         for stage in dict.fromkeys(x.stage for x in billed):
             for x in (y for y in billed if y.stage == stage):
+                subs = ("" if x.submissions == 1 and "cannot" not in x.note else
+                        ", cannot finish" if "cannot" in x.note else
+                        f", {x.submissions} submissions")
                 out.append(f"  {stage:<17} {x.what:<38} {x.jobs:>3} job(s) x {x.hours:7.1f} h x "
-                           f"{x.gpus} GPUs = {x.gpu_hours:9.1f} GPU-h")
+                           f"{x.gpus} GPUs = {x.gpu_hours:9.1f} GPU-h{subs}")
             out.append(f"  {stage + ' total':<60}{self.stage_total(stage):>26.1f} GPU-h")
             out += _over_runtime(stage, [y for y in billed if y.stage == stage])
         out.append(f"  {'TOTAL':<60}{self.total:>26.1f} GPU-h")
@@ -90,23 +103,30 @@ def _over_runtime(stage: str, lines: list[Line]) -> list[str]:
         over = [y for y in lines if y.submissions > 1 or "cannot" in y.note]
     if not over:
         return []
-    jobs = sum(y.jobs for y in over)
     runtime = over[0].runtime_h
     key = _KEY[stage]
     if stage == "evaluation":   # nothing resumes an evaluation job: refused by vade.eval.plan
-        return [f"  ! {jobs} {stage} job(s) may exceed resources.{key}.runtime ({runtime:g} h) "
+        return [f"  ! {sum(y.jobs for y in over)} {stage} job(s) may exceed resources.{key}.runtime ({runtime:g} h) "
                 f"in the worst case: nothing resumes them: raise resources.{key}.runtime or "
                 f"lower {key}.max_new_tokens"]
     stuck = [y for y in over if "cannot" in y.note]
-    if stuck:
-        return [f"  ! {sum(y.jobs for y in stuck)} {stage} job(s) {stuck[0].note}"]
-    worst = max(over, key=lambda y: y.submissions)
+    out = ([f"  ! {sum(y.jobs for y in stuck)} {stage} job(s) "
+            f"{max(stuck, key=lambda y: y.hours).note}"] if stuck else [])
+    rest = [y for y in over if "cannot" not in y.note]
+    if not rest:
+        return out
+    worst = max(rest, key=lambda y: y.submissions)
     how = ("each checkpoints and stops itself before the limit" if stage == "training" else
            "a job killed at the limit loses only the chunk it was writing")
-    return [f"  ! {jobs} {stage} job(s) exceed resources.{key}.runtime ({runtime:g} h) in the "
-            f"worst case: up to {worst.submissions} submissions each ({worst.note}); {how}, and "
-            "the next submission resumes (slurm/config.yaml retries once: run snakemake again "
-            "to go on)"]
+    counts = ", ".join(f"{n} x {k}" for k, n in sorted(
+        Counter(y.submissions for y in rest).items()))
+    return out + [f"  ! {sum(y.jobs for y in rest)} {stage} job(s) exceed resources.{key}.runtime "
+                  f"({runtime:g} h) in the worst case: up to {worst.submissions} submissions "
+                  f"each ({worst.note}; jobs x submissions: {counts}); {how}, and the next "
+                  f"submission resumes (the workflow sets rule {_RULE[stage]}'s Snakemake retries "
+                  f"to {worst.submissions - 1}, so one `snakemake --profile slurm` runs them "
+                  "all)"]
+
 
 
 def _submissions(hours: float, overhead_h: float, runtime_h: float | None, units: int,
@@ -144,6 +164,7 @@ def split_rows(config: Mapping[str, Any]) -> tuple[int, int, str]:
 
 
 _KEY = {"initial rollouts": "difficulty", "training": "train", "evaluation": "evaluate"}
+_RULE = {"initial rollouts": "init_difficulty", "training": "train"}
 
 
 def _runtime_h(config: Mapping[str, Any], stage: str) -> float | None:
@@ -151,46 +172,50 @@ def _runtime_h(config: Mapping[str, Any], stage: str) -> float | None:
     return None if minutes is None else float(minutes) / 60.0
 
 
-_PARAMS = re.compile(r"(\d+(?:\.\d+)?)\s*[bB](?![a-zA-Z])")
-
-
-def params_of(model: Mapping[str, Any]) -> float:
-    """Parameters of a model entry: the ``<N>B`` in a pretrained name (``Qwen2.5-VL-7B``), else
-    a few million (the tiny model)."""
-    m = _PARAMS.findall(str(model.get("name_or_path", "")))
-    return float(m[-1]) * 1e9 if m else 5e6
-
-
 REFERENCE_GPUS = 4   # the GPUs of the job the default rates assume (PLAN_DEFAULTS)
 TIME_MARGIN = 1.5    # a job stops when its time left is under this many of its slowest steps
-
-
-def checkpoint_gb(config: Mapping[str, Any], model: str) -> float:
-    """Disk of one training run's kept checkpoints plus its final model, in GB."""
-    cluster = ClusterConfig.from_config(config)
-    keep = int((config.get("train") or {}).get("keep_checkpoints", 2))
-    per_param, _ = cluster.plan.value("bytes_per_param")
-    params = params_of(config["models"][model])
-    return params * (keep * per_param + 2.0) / 1e9
 
 
 def _hours(tokens: float, rate: float, overhead_min: float) -> float:
     return (tokens / rate / 60.0 + overhead_min) / 60.0
 
 
+def padded(config: Mapping[str, Any]) -> bool:
+    """Whether verl computes the update and log-prob passes over padded sequences. verl 0.7.1
+    removes padding (``use_remove_padding``) for Qwen2.5-VL only through flash-attn: its patched
+    attention (``verl/models/transformers/qwen2_vl.py``) calls ``flash_attn_varlen_func`` or
+    transformers' flash-attention forward, and the actor unpads with
+    ``flash_attn.bert_padding`` (``verl/utils/attention_utils.py``). So with the SDPA default
+    (``vade.train.verl.overrides``) every sequence is ``max_prompt_length`` (prompts are
+    left-padded to it) + ``max_new_tokens`` positions."""
+    train = config.get("train") or {}
+    return (train.get("backend") == "verl"
+            and (train.get("verl") or {}).get("attention", "sdpa") != "flash_attention_2")
+
+
+def _update_positions(config: Mapping[str, Any], t: Any, rates: Mapping[str, float]) -> float:
+    """Positions per response the update and log-prob passes compute: the padded length under
+    ``padded``, else the assumed mean prompt plus the response limit."""
+    if padded(config):
+        return float(t.verl.max_prompt_length + t.max_new_tokens)
+    return rates["prompt_tokens"] + t.max_new_tokens
+
+
 def _training_line(config: Mapping[str, Any], cell: Cell, val_rows: int,
-                   rates: Mapping[str, float], gpus: int) -> Line:
+                   rates: Mapping[str, float], gpus: int, working: int) -> Line:
+    """One run's line: billed on ``gpus`` (what SLURM holds), timed at the speed of
+    ``working`` (the GPUs verl's workers use; more asked for are idle, not faster)."""
     t = TrainConfig.from_config(run_config(config, cell), algorithm=cell.algorithm,
                                 method=cell.method, seed=cell.seed)
     per_step = t.batch_size * t.rollouts_per_prompt
     factor = t.dapo.max_rollout_factor if t.spec.shaping == "dapo" else 1.0
     generated = t.steps * per_step * t.max_new_tokens * factor
-    updated = t.steps * per_step * (rates["prompt_tokens"] + t.max_new_tokens) * t.ppo_epochs
+    updated = t.steps * per_step * _update_positions(config, t, rates) * t.ppo_epochs
     passes = int(t.val_before_train) + (
         t.steps // t.val_every + (1 if t.steps % t.val_every else 0) if t.val_every else 1)
     rows = min(val_rows, t.val_max_samples) if t.val_max_samples else val_rows
     validated = passes * rows * t.val_n * t.max_new_tokens
-    scale = max(gpus, 1) / REFERENCE_GPUS
+    scale = max(working, 1) / REFERENCE_GPUS
     minutes = ((generated + validated) / (rates["rollout_tokens_per_s"] * scale)
                + updated / (rates["update_tokens_per_s"] * scale)) / 60.0 \
         + rates["job_overhead_min"]
@@ -207,8 +232,21 @@ def _training_line(config: Mapping[str, Any], cell: Cell, val_rows: int,
     return Line("training", cell.run_id, 1, hours, gpus, runtime, max(subs, 1), note)
 
 
-def make_bill(config: Mapping[str, Any]) -> Bill:
-    """The bill of a whole config (``check_gpu_resources`` first: a refused layout has none)."""
+def pin_warnings(config: Mapping[str, Any], config_path: str = "<config>") -> list[str]:
+    """One line naming the dataset repositories the build would refuse as unpinned, and the
+    command that pins them (``vade.job.revisions``): said before prefetch stages anything."""
+    missing = missing_pins(config)
+    if not missing:
+        return []
+    return [f"data.paper.require_pinned: {len(missing)} dataset repositories have no commit in "
+            f"cluster.revisions or cluster.revisions_lock ({', '.join(missing)}); "
+            f"{resolve_command(config, config_path)}"]
+
+
+def make_bill(config: Mapping[str, Any], config_path: str = "<config>",
+              free_gb: Callable[[Path], float] | None = None) -> Bill:
+    """The bill of a whole config (``check_gpu_resources`` first: a refused layout has none);
+    ``free_gb`` the free disk under a path (the checkpoints' check; tests pass a stand-in)."""
     check_gpu_resources(config)
     cluster = ClusterConfig.from_config(config)
     keys = ("rollout_tokens_per_s", "update_tokens_per_s", "prompt_tokens", "job_overhead_min")
@@ -244,11 +282,28 @@ def make_bill(config: Mapping[str, Any]) -> Bill:
         lines.append(Line("initial rollouts", what, 1, hours, stage_gpus(config, "difficulty"),
                           runtime, max(subs, 1), note))
     gpus = stage_gpus(config, "train")
-    lines += [_training_line(config, c, val_rows, rates, gpus) for c in cells]
+    working = used_gpus(config, "train") or gpus   # the local backend: no verl workers
+    lines += [_training_line(config, c, val_rows, rates, gpus, working) for c in cells]
     assumptions.append(("training tokens", "steps x batch_size x rollouts_per_prompt x "
                         "max_new_tokens (x dapo.max_rollout_factor for DAPO) generated, + "
-                        "prompt_tokens per response updated, + validation passes",
+                        "the positions of each response's update and log-prob passes, + "
+                        "validation passes",
                         "train section of the config (vade.train.config.TrainConfig)"))
+    if padded(config) and cells:
+        t = TrainConfig.from_config(run_config(config, cells[0]), algorithm=cells[0].algorithm,
+                                    method=cells[0].method, seed=cells[0].seed)
+        real = rates["prompt_tokens"] + t.max_new_tokens
+        pad = t.verl.max_prompt_length + t.max_new_tokens
+        assumptions.append((
+            "update positions", f"{pad:,} per response (train.verl.max_prompt_length "
+            f"{t.verl.max_prompt_length:,} + train.max_new_tokens {t.max_new_tokens:,}), "
+            f"{pad / real:.1f}x the {real:,.0f} of a mean prompt (cluster.plan.prompt_tokens) "
+            "and its response",
+            "train.verl.attention: sdpa: verl 0.7.1 removes padding for Qwen2.5-VL only with "
+            "flash-attn, so every prompt is left-padded to max_prompt_length; "
+            "train.verl.attention: flash_attention_2 (VADE_FLASH_ATTN=1 when the env is "
+            "built) removes it, or lower train.verl.max_prompt_length to the data's longest "
+            "prompt"))
 
     ev_cfg = EvaluateConfig.from_dict(config.get("evaluate") or {})
     res = (config.get("resources") or {}).get("evaluate") or {}
@@ -280,6 +335,14 @@ def make_bill(config: Mapping[str, Any]) -> Bill:
                 f"{sum(x.hours * x.jobs for x in lines if _KEY[x.stage] == st) * n:.1f} "
                 "GPU-h idle in this bill" for st, n, why in idle_gpus(config)]
     warnings += _memory_warnings(config, cells)
+    warnings += pin_warnings(config, config_path)
+    warnings += disk_warnings(config, free_gb)
+    disk, runs = runs_checkpoint_gb(config)
+    if disk:
+        assumptions.append(("checkpoint disk", f"{disk:,.0f} GB for {runs} runs at once",
+                            "cluster.plan.bytes_per_param x parameters x "
+                            "(train.keep_checkpoints + a final bf16 copy) per run, all runs "
+                            "concurrently (vade preflight --stage train checks it too)"))
     return Bill(str(config.get("name", "?")), tuple(lines), tuple(assumptions),
                 tuple(warnings))
 

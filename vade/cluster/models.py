@@ -28,6 +28,12 @@ class ModelShape:
     kv_heads: int
     vocab: int
     source: str
+    intermediate: int = 0   # the MLP's (SwiGLU) inner size; 0: unknown, taken as 4 x hidden
+    tied: bool = False      # lm_head shares the embedding's weights (tie_word_embeddings)
+
+    @property
+    def mlp(self) -> int:
+        return self.intermediate or 4 * self.hidden
 
     @property
     def head_dim(self) -> int:
@@ -51,10 +57,10 @@ class ModelShape:
 
 _CARD = "the model's config.json on the hub and its model card's parameter count"
 KNOWN: dict[str, ModelShape] = {s.name: s for s in (
-    ModelShape("Qwen2.5-VL-3B-Instruct", 3.75e9, 36, 2048, 16, 2, 151936, _CARD),
-    ModelShape("Qwen2.5-VL-7B-Instruct", 8.29e9, 28, 3584, 28, 4, 152064, _CARD),
-    ModelShape("Qwen2.5-7B-Instruct", 7.62e9, 28, 3584, 28, 4, 152064, _CARD),
-    ModelShape("Qwen2.5-72B-Instruct", 72.7e9, 80, 8192, 64, 8, 152064, _CARD),
+    ModelShape("Qwen2.5-VL-3B-Instruct", 3.75e9, 36, 2048, 16, 2, 151936, _CARD, 11008, True),
+    ModelShape("Qwen2.5-VL-7B-Instruct", 8.29e9, 28, 3584, 28, 4, 152064, _CARD, 18944),
+    ModelShape("Qwen2.5-7B-Instruct", 7.62e9, 28, 3584, 28, 4, 152064, _CARD, 18944),
+    ModelShape("Qwen2.5-72B-Instruct", 72.7e9, 80, 8192, 64, 8, 152064, _CARD, 29568),
 )}
 
 
@@ -72,7 +78,8 @@ def _from_config_json(path: Path, name: str, params: float) -> ModelShape | None
         return ModelShape(name, params, int(get("num_hidden_layers")), int(get("hidden_size")),
                           int(get("num_attention_heads")),
                           int(get("num_key_value_heads") or get("num_attention_heads")),
-                          int(get("vocab_size")), str(path))
+                          int(get("vocab_size")), str(path), int(get("intermediate_size") or 0),
+                          bool(get("tie_word_embeddings")))
     except (TypeError, ValueError):
         return None
 

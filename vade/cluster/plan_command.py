@@ -19,5 +19,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args)
-    print(make_bill(config).text())
+    print(make_bill(config, getattr(args, "config", None) or "<config>").text())
     return 0

@@ -11,7 +11,8 @@ hub gives ``cluster.local_assets``, one folder per asset id, which is staged the
 ``manifest.json`` records id, revision, commit and files with bytes; preflight reads it. A hub
 download's files are listed from huggingface_hub's own cache scan (``scan_cache_dir``: sizes,
 and the blob name, which is the file's sha256 for LFS files), not re-read: a rerun over a
-170 GB cache reads nothing. Local copies are hashed once, to name their snapshot.
+170 GB cache reads nothing. Local copies are hashed once, to name their snapshot, and again only
+where a file's size or modification time changed (``vade.cluster.hashes``).
 
 Failures are one line (``PrefetchError``) naming the asset and the alternative: a cache that
 cannot be written, a disk without room for what is about to be staged (checked first, from the
@@ -29,14 +30,17 @@ from pathlib import Path
 from typing import Any
 
 from vade.cluster.assets import Asset, assets_of
+from vade.cluster.hashes import HashManifest
 from vade.data.writer import file_sha256
-from vade.eval.official import stage
+from vade.eval.official import stage  # benchmarks' official prompt files, pinned (GitHub)
 from vade.job.config import ClusterConfig
+from vade.job.revisions import write_lock
 
 __all__ = ["OFFLINE_VARS", "PrefetchError", "cache_records", "check_room", "check_writable",
            "file_records", "hub_bytes", "prefetch", "prepare_dataset"]
 
 OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+LOCAL_HASHES = "local-assets.json"   # size, mtime and sha256 of each local file (hashes.py)
 LOCAL_HINT = ("on a node that cannot reach the hub, put a copy of each asset in "
               "cluster.local_assets (one folder per asset id)")
 
@@ -116,14 +120,16 @@ def _repo_dir(hub: Path, asset: Asset) -> Path:
     return hub / repo_folder_name(repo_id=asset.id, repo_type=asset.repo_type)
 
 
-def _local_snapshot(asset: Asset, src: Path, hub: Path) -> Path:
+def _local_snapshot(asset: Asset, src: Path, hub: Path,
+                    hashes: HashManifest) -> tuple[Path, list[dict[str, Any]]]:
     """A local copy placed as the hub cache would hold it (``refs/<revision>`` -> a snapshot
     named by the content's digest), so jobs resolve the hub id offline exactly as after a
-    download."""
+    download; and its files' records (hashed only where ``hashes`` has not seen the file at its
+    size and mtime; the staged copy is made from them, so it is not hashed again)."""
     if not src.is_dir():
         raise FileNotFoundError(f"cluster.local_assets has no folder {src} for {asset.kind} "
                                 f"{asset.id} (one folder per asset id)")
-    records = file_records(src)
+    records = hashes.records(src)
     if not records:
         raise FileNotFoundError(f"{src} (local copy of {asset.id}) holds no file")
     digest = hashlib.sha256("".join(f"{r['path']}:{r['sha256']}\n" for r in records).encode())
@@ -137,7 +143,7 @@ def _local_snapshot(asset: Asset, src: Path, hub: Path) -> Path:
         tmp.rename(snap)
     (repo / "refs").mkdir(parents=True, exist_ok=True)
     (repo / "refs" / asset.revision).write_text(commit)
-    return snap
+    return snap, records
 
 
 def _config_files(snapshot: Path, name: str | None):
@@ -188,10 +194,13 @@ def _stage(asset: Asset, cluster: ClusterConfig, hub: Path, dcache: Path,
            download: Callable[..., str] | None) -> dict[str, Any]:
     """One asset into the cache: its manifest entry."""
     cache = Path(cluster.cache_dir)
+    records: list[dict[str, Any]] | None
     if cluster.local_assets is not None:
-        snap = _local_snapshot(asset, Path(cluster.local_assets) / asset.id, hub)
+        hashes = HashManifest(cache / LOCAL_HASHES)
+        snap, records = _local_snapshot(asset, Path(cluster.local_assets) / asset.id, hub,
+                                        hashes)
+        hashes.save()
         origin = f"local:{Path(cluster.local_assets) / asset.id}"
-        records = None
     else:
         try:
             snap = Path(download(repo_id=asset.id, repo_type=asset.repo_type,
@@ -270,7 +279,14 @@ def prefetch(config: Mapping[str, Any], *, download: Callable[..., str] | None =
         log(f"staged {asset.kind} {asset.id}@{e['commit'][:12]}: {len(e['files'])} files, "
             f"{e['bytes'] / 1e9:.3f} GB ({e['origin']})"
             + (f", prepared configs {e['prepared']}" if e["prepared"] else ""))
-
+    if cluster.revisions_lock:   # resolve once, pin after: hub commits only (a local copy's
+        # snapshot name is its content digest, not a hub commit)
+        resolved = {e["id"]: e["commit"] for e in entries if e["origin"] == "hub"}
+        if resolved:
+            write_lock(cluster.revisions_lock, resolved)
+            log(f"recorded {len(resolved)} resolved commit(s) in {cluster.revisions_lock} "
+                "(cluster.revisions_lock): commit that file; build-data and every later "
+                "prefetch read them")
     official = stage(config, cache, local=cluster.local_assets, log=log)
     manifest = {"cache_dir": str(cache), "assets": entries, "official": official}
     tmp = cache / "manifest.json.partial"

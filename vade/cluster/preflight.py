@@ -21,8 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from vade.cluster.assets import assets_of
-from vade.cluster.bill import checkpoint_gb, params_of
+from vade.cluster.assets import assets_of, missing_pins
+from vade.cluster.disk import checkpoint_gb, params_of, runs_checkpoint_gb
 from vade.cluster.preflight_cache import check_cache_writable, check_local_datasets
 from vade.cluster.preflight_check import Check
 from vade.cluster.preflight_memory import check_judge_kv, check_training_memory
@@ -30,11 +30,12 @@ from vade.cluster.resources import check_gpu_resources, stage_gpus
 from vade.eval.config import EvaluateConfig
 from vade.grid import cells as grid_cells
 from vade.job.config import ClusterConfig
+from vade.job.revisions import resolve_command
 from vade.lockfile import pins_for_this_machine
 from vade.train.verl.config import VerlConfig
 
 __all__ = ["STAGES", "Check", "check_assets", "check_disk", "check_gpus", "check_packages",
-           "check_profile", "probe_gpus", "run_checks", "stage_env", "stage_packages"]
+           "check_pins", "check_profile", "probe_gpus", "run_checks", "stage_env", "stage_packages"]
 
 STAGES = ("difficulty", "train", "evaluate")
 LOCKS = Path("requirements/lock/envs")
@@ -76,7 +77,6 @@ def attention(config: Mapping[str, Any]) -> str | None:
     train = config.get("train") or {}
     if train.get("backend") != "verl":
         return None
-
     return VerlConfig.from_dict(train.get("verl")).attention
 
 
@@ -253,7 +253,10 @@ def check_assets(config: Mapping[str, Any], stage: str,
 def check_disk(config: Mapping[str, Any], stage: str, where: str | Path,
                model: str | None = None,
                free_gb: Callable[[Path], float] | None = None) -> Check:
-    """Free disk where the stage writes: a training run's checkpoints plus cluster.min_free_gb."""
+    """Free disk where the stage writes: for training, every unfinished run's checkpoints of
+    the grid (they run at once on the same disk; ``vade.cluster.disk.runs_checkpoint_gb``) plus
+    cluster.min_free_gb. ``where`` is ``--out``: a run's folder inside a job (with ``model``),
+    else the results root."""
     path = Path(where)
     while not path.exists() and path != path.parent:
         path = path.parent
@@ -261,13 +264,32 @@ def check_disk(config: Mapping[str, Any], stage: str, where: str | Path,
     need = ClusterConfig.from_config(config).min_free_gb
     what = "cluster.min_free_gb"
     if stage == "train":
-        models = [model] if model else list(dict.fromkeys(c.model for c in grid_cells(config)))
-        ckpt = max((checkpoint_gb(config, m) for m in models), default=0.0)
+        if model:   # inside a job: this run and the others already started beside it
+            ckpt, runs = runs_checkpoint_gb(config, Path(where).parent, Path(where).name)
+            if Path(where).name not in {c.run_id for c in grid_cells(config)}:
+                ckpt, runs = ckpt + checkpoint_gb(config, model), runs + 1   # not the grid's
+            who = f"this run and {runs - 1} other started, unfinished run(s)"
+        else:       # by hand: every unfinished run of the grid at once
+            ckpt, runs = runs_checkpoint_gb(
+                config, Path(where) / str(config.get("name", "")) / "runs")
+            who = f"the {runs} unfinished run(s) of the grid at once"
         need += ckpt
-        what = f"{ckpt:.0f} GB of checkpoints (train.keep_checkpoints) + cluster.min_free_gb"
+        what = (f"{ckpt:.0f} GB of checkpoints for {who} (train.keep_checkpoints) + "
+                "cluster.min_free_gb")
     return Check("disk", free >= need, f"{free:.0f} GB free at {path}, {need:.0f} GB needed "
-                 f"({what})", "free space there, lower train.keep_checkpoints, or lower "
-                 "cluster.min_free_gb")
+                 f"({what})", "free space there, lower train.keep_checkpoints, run fewer "
+                 "training runs at once (snakemake --jobs), or lower cluster.min_free_gb")
+
+
+def check_pins(config: Mapping[str, Any]) -> Check:
+    """Every dataset the build reads pinned to a commit, when ``data.paper.require_pinned``
+    (``cluster.revisions`` or the revisions lock): named here rather than by build-data after
+    prefetch staged every dataset at ``main``."""
+    missing = missing_pins(config)
+    return Check("revision pins", not missing,
+                 f"not pinned to a commit: {', '.join(missing)}" if missing else
+                 "every dataset the build reads is pinned (or data.paper.require_pinned is off)",
+                 resolve_command(config))
 
 
 def check_profile(profile: str | Path) -> Check:
@@ -301,6 +323,7 @@ def run_checks(config: Mapping[str, Any], stage: str, *, gpus: int | None = None
     if profile is not None:
         checks.append(check_profile(root / profile))
     checks.append(check_disk(config, stage, out_dir, model, free_gb))
+    checks.append(check_pins(config))
     checks += check_packages(config, stage, root, importer)
     if stage == "train" and attention(config):
         checks.append(check_attention(config))
@@ -311,7 +334,6 @@ def run_checks(config: Mapping[str, Any], stage: str, *, gpus: int | None = None
     if stage == "train":
         checks += check_training_memory(config, model, seen)
     checks += check_assets(config, stage, environ)
-
     writable = check_cache_writable(config, stage)
     if writable is not None:
         checks.append(writable)

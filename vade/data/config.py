@@ -16,7 +16,7 @@ from vade.checks import check_bool, check_float, check_int, reject_unknown
 from vade.config_io import section
 from vade.data.benchmarks import BENCHMARK_SPLITS
 from vade.data.sources import TASKS
-from vade.job.config import ClusterConfig
+from vade.job.revisions import pinned_revisions  # cluster.revisions + its lock
 
 __all__ = [
     "CHART_STYLES",
@@ -214,8 +214,7 @@ def data_config_from_mapping(config: Mapping[str, Any]) -> DataConfig:
             if "revisions" in paper:
                 raise ValueError("unknown key 'data.paper.revisions': pin hub revisions in "
                                  "cluster.revisions (asset id -> commit)")
-
-            paper["revisions"] = dict(ClusterConfig.from_config(config).revisions)
+            paper["revisions"] = pinned_revisions(config)
         kwargs["paper"] = _sub(paper, PaperConfig, "data.paper",
                                {"exclude": tuple, "exclude_benchmarks": tuple})
     return DataConfig(**kwargs)

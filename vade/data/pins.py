@@ -21,9 +21,9 @@ from vade.data.sources import SourceSpec
 __all__ = ["COMMIT", "check_copy", "check_pins", "pinned_repos"]
 
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_HOW = ("find a commit with `python -c \"from huggingface_hub import HfApi; "
-        "print(HfApi().dataset_info('<repo>').sha)\"` on a machine with network, or read "
-        "'commit' in the manifest `vade prefetch` wrote")
+_HOW = ("`vade prefetch --config <config>` on a machine with network resolves each once and "
+        "records its commit in cluster.revisions_lock (vade.job.revisions), which this build "
+        "reads")
 
 
 def pinned_repos(paper: PaperConfig, specs: Iterable[SourceSpec]) -> list[str]:

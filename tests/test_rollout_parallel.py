@@ -8,6 +8,7 @@ given (``CUDA_VISIBLE_DEVICES``) and its pid, so the test sees which engine drew
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 from dataclasses import dataclass
 from functools import partial
@@ -56,6 +57,57 @@ def test_one_engine_per_gpu_group_each_sees_only_its_gpus():
     # contiguous shards of 10 over 4 engines: bounds i * 10 // 4 = 0, 2, 5, 7, 10
     per_gpu = [sum(p[0] == g for p in parts) // 2 for g in "0123"]
     assert per_gpu == [2, 3, 2, 3]
+
+
+class ChildStartingEngine(CountingEngine):
+    """Stand-in for ``vllm.LLM`` 0.12, which starts its engine core as a child process when it
+    is built (``vllm/v1/engine/utils.py``, ``launch_core_engines``); here the child does nothing
+    but exit. Real: the engine's own process and the child's start."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        core = mp.get_context("spawn").Process(target=os.getpid)
+        core.start()
+        core.join()
+        self.core_exitcode = core.exitcode
+
+    def generate(self, examples, n, **kw):
+        ro = super().generate(examples, n, **kw)
+        return Rollouts(ro.example_pos, [f"{t}|core {self.core_exitcode}" for t in ro.texts], n)
+
+
+def test_an_engine_that_starts_a_child_process_runs():
+    """An engine process may start its own child, as vLLM 0.12 does; on a daemon engine process
+    the start failed: "daemonic processes are not allowed to have children"."""
+    with DataParallelEngine(ChildStartingEngine, [["0"]]) as engine:
+        ro = engine.generate([Row(0), Row(1)], 1, seed=0)
+    assert [t.split("|")[-1] for t in ro.texts] == ["core 0", "core 0"]
+
+
+class ClosingEngine(CountingEngine):
+    """Stand-in for ``VLLMEngine``, whose ``close`` stops vLLM's engine core: here it writes
+    ``<folder>/closed-<pid>``."""
+
+    def __init__(self, folder: str) -> None:
+        super().__init__()
+        self.folder = folder
+
+    def close(self) -> None:
+        with open(os.path.join(self.folder, f"closed-{os.getpid()}"), "w"):
+            pass
+
+
+def test_an_engine_process_closes_its_engine_when_told_or_when_the_job_is_gone(tmp_path):
+    """Python runs no finalizer in a multiprocessing child, so an engine process must close its
+    engine itself: a vLLM engine process whose job was killed waited forever on its engine
+    core. Here the second pipe is closed without a word, as a ``kill -9`` of the job does."""
+    engine = DataParallelEngine(partial(ClosingEngine, str(tmp_path)), [["0"], ["1"]])
+    pids = [p.pid for p in engine._procs]
+    engine._conns[1].close()              # the job "vanished" for engine 1
+    engine._procs[1].join(timeout=30)
+    engine._conns, engine._procs = engine._conns[:1], engine._procs[:1]
+    engine.close()                        # engine 0: told to stop
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"closed-{p}" for p in pids)
 
 
 def test_tensor_parallel_groups_and_refusals():

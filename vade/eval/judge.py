@@ -173,19 +173,47 @@ def wait_ready(base_url: str, served_name: str, *, timeout_s: float = 1800.0,
 
 
 def stop(proc: subprocess.Popen, timeout_s: float = 60.0) -> int:
-    """SIGTERM the server's process group, SIGKILL it after ``timeout_s``; return its status."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    """SIGTERM the server's process group, SIGKILL it after ``timeout_s``; return its status.
+
+    The group is signalled even when the server has exited already: vLLM's OpenAI server runs
+    its engine core as a child process in the same group, and a server that was killed
+    (``kill -9``, the OOM killer) leaves that child running, holding its memory (seen with
+    vLLM 0.12)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        if _group_alive(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
     return int(proc.returncode)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group is left (zombies waiting for their reaper aside)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    if not Path("/proc").is_dir():   # no process table to read: killpg's answer stands
+        return True
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":   # stat fields 3 and 5: state, pgrp
+            return True
+    return False
 
 
 def _empty_completion(body: bytes) -> bool:

@@ -179,7 +179,12 @@ def policy_model(cfg: EvaluateConfig, target: Target) -> tuple[str, dict[str, An
 
 def lmms_eval_call(cfg: EvaluateConfig, target: Target, benchmarks: Sequence[Benchmark],
                    repeat: int) -> dict[str, Any]:
-    """The keyword arguments of ``simple_evaluate`` for one repeat (no task manager)."""
+    """The keyword arguments of ``simple_evaluate`` for one repeat (no task manager).
+
+    No ``device`` for the vLLM model: lmms-eval hands a non-None ``device`` to the model, its
+    vLLM model passes it on to ``vllm.LLM``, and vLLM 0.12's ``EngineArgs`` has no such
+    argument (``TypeError``: every evaluation job with ``policy.engine: vllm`` failed at start;
+    found with the real vLLM on CPU, ``tests/engines/test_vllm_eval.py``)."""
     model, args = policy_model(cfg, target)
     seed = cfg.seed + repeat
     vllm = cfg.policy.engine == "vllm"
@@ -189,7 +194,7 @@ def lmms_eval_call(cfg: EvaluateConfig, target: Target, benchmarks: Sequence[Ben
             "limit": cfg.limit, "gen_kwargs": gen_kwargs(cfg, seed if vllm else None),
             "random_seed": seed, "numpy_random_seed": seed, "torch_random_seed": seed,
             "fewshot_random_seed": seed, "log_samples": False,
-            "device": "cpu" if cfg.device_map == "cpu" and not vllm else "cuda",
+            "device": None if vllm else "cpu" if cfg.device_map == "cpu" else "cuda",
             "verbosity": "WARNING"}
 
 
@@ -200,7 +205,8 @@ def command_line(call: Mapping[str, Any]) -> list[str]:
             str(call["batch_size"]), "--gen_kwargs", call["gen_kwargs"], "--seed",
             ",".join(str(call[k]) for k in ("random_seed", "numpy_random_seed",
                                             "torch_random_seed", "fewshot_random_seed")),
-            "--device", call["device"], *(["--limit", str(call["limit"])] if call["limit"] else [])]
+            *(["--device", call["device"]] if call["device"] else []),
+            *(["--limit", str(call["limit"])] if call["limit"] else [])]
 
 
 def write_samples(path: str | Path, repeat: int, result: Mapping[str, Any]) -> None:

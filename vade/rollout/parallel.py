@@ -11,6 +11,7 @@ depend on how many engines share the work.
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing as mp
 import os
 import shutil
@@ -79,17 +80,33 @@ def _worker(factory: Callable[[], Any], gpus: list[str], conn: Any) -> None:
     except BaseException as exc:  # noqa: BLE001  (reported to the parent, which raises)
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
         return
-    conn.send(("ready", None))
+    try:
+        conn.send(("ready", None))
+        _serve(engine, conn)
+    finally:   # the engine's own processes end with it (VLLMEngine.close)
+        if hasattr(engine, "close"):
+            engine.close()
+
+
+def _serve(engine: Any, conn: Any) -> None:
+    """Answer ``generate`` requests until told to stop or the job is gone."""
     while True:
-        msg = conn.recv()
+        try:
+            msg = conn.recv()
+        except EOFError:   # the job died (a kill -9 at its time limit): nobody to answer
+            return
         if msg is None:
             return
         examples, n, kwargs = msg
         try:
             ro = engine.generate(examples, n, **kwargs)
-            conn.send(("ok", (ro.example_pos, list(ro.texts), ro.n)))
+            reply = ("ok", (ro.example_pos, list(ro.texts), ro.n))
         except BaseException as exc:  # noqa: BLE001
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(reply)
+        except (BrokenPipeError, OSError):   # the job died while this call ran
+            return
 
 
 class DataParallelEngine:
@@ -97,7 +114,14 @@ class DataParallelEngine:
 
     ``factory`` builds one engine and must pickle (a module-level function or a
     ``functools.partial`` of one); it runs in the child with ``CUDA_VISIBLE_DEVICES`` set to
-    its group. Only texts come back (``VLLMEngine`` returns no tensors)."""
+    its group. Only texts come back (``VLLMEngine`` returns no tensors).
+
+    The processes are not daemons: vLLM 0.12 starts its engine core as a child process of the
+    ``LLM`` (``vllm/v1/engine/utils.py``, ``launch_core_engines``), and a daemon process may not
+    have children ("daemonic processes are not allowed to have children": every data-parallel
+    vLLM job failed at start). A non-daemon child is joined at interpreter exit, so ``close``
+    is also registered with ``atexit``; an engine whose parent is killed sees its pipe close
+    and exits."""
 
     def __init__(self, factory: Callable[[], GenerationEngine],
                  groups: Sequence[Sequence[str]]) -> None:
@@ -106,10 +130,11 @@ class DataParallelEngine:
         ctx = mp.get_context("spawn")  # a forked CUDA or vLLM state is not usable
         self.groups = [list(g) for g in groups]
         self._conns, self._procs = [], []
+        atexit.register(self.close)
         try:
             for group in self.groups:
                 parent, child = ctx.Pipe()
-                proc = ctx.Process(target=_worker, args=(factory, group, child), daemon=True)
+                proc = ctx.Process(target=_worker, args=(factory, group, child), daemon=False)
                 proc.start()
                 child.close()
                 self._conns.append(parent)
@@ -154,6 +179,7 @@ class DataParallelEngine:
         return Rollouts(example_pos=np.concatenate(pos), texts=texts, n=n)
 
     def close(self) -> None:
+        atexit.unregister(self.close)
         for conn in self._conns:
             try:
                 conn.send(None)

@@ -81,3 +81,13 @@ class VLLMEngine:
             progress.update(len(examples))
         return Rollouts(example_pos=np.repeat(np.arange(len(examples), dtype=np.int64), n),
                         texts=texts, n=n)
+
+    def close(self) -> None:
+        """Stop vLLM's engine-core process now. Left to vLLM's own cleanup (a finalizer run at
+        interpreter exit), it never stops inside a ``vade.rollout.parallel`` engine process:
+        multiprocessing ends a child with ``os._exit`` after joining the child's own non-daemon
+        children, so no finalizer runs and the engine process waited on its engine core
+        forever (seen with vLLM 0.12 on CPU after the job was killed)."""
+        llm, self.llm = self.llm, None
+        if llm is not None:
+            llm.llm_engine.engine_core.shutdown()

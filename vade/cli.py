@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("vade.eval.command", "average@k of a checkpoint with lmms-eval"),
     "judge": ("vade.eval.judge_command", "serve or wait for the LLM judge endpoint"),
     "report": ("vade.report.command", "tables, figures and headline as Markdown + PNG"),
+    "results": ("vade.report.results_command",
+                "a study's per-run table (docs/data) and the results blocks computed from it"),
     "build-model": ("vade.models.command",
                     "build and warm-start the tiny policy, or point to a pretrained one"),
     "init-difficulty": ("vade.rollout.command",

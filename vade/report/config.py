@@ -37,6 +37,11 @@ class ReportConfig:
     plateau_checks: steps at which DAPO's plateau rule is checked, in order, on the curve as it
     stood there (the first where it holds gives the plateau; empty: the whole curve only). Set
     it before the runs (the study's overlay does): it is the stopping rule, not a tuning knob.
+    rollout_grid: the common rollout cadence of the pre-registered rollouts-to-target estimator
+    (``vade.report.estimators``): every validation curve is interpolated onto multiples of it
+    and smoothed over 3 of them. Fixed before the rerun at 3,840: twice VADE's and vanilla's
+    cadence in the tiny study (15 steps x 128 rollouts), within DAPO's 3,000-6,000; a grid point
+    between two validations is their weighted mean, never an extra independent draw.
     """
 
     val_metric: str = "val/acc"
@@ -51,6 +56,7 @@ class ReportConfig:
     decimals: int = 2
     cost_axis: str = "all"
     plateau_checks: tuple[int, ...] = ()
+    rollout_grid: float = 3840.0
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> ReportConfig:
@@ -72,6 +78,9 @@ class ReportConfig:
                             ("decimals", 0, 6)):
             if key in v:
                 check_int(f"report.{key}", v[key], lo, hi)
+        if "rollout_grid" in v:
+            v["rollout_grid"] = check_float("report.rollout_grid", v["rollout_grid"], 0.0,
+                                            1e12, open_lo=True)
         if "plateau_checks" in v:
             checks = v["plateau_checks"]
             if not isinstance(checks, (list, tuple)):

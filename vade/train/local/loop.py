@@ -36,6 +36,8 @@ from vade.train.local.timing import PHASES, Phases
 __all__ = ["train_local"]
 
 _VAL_STREAM = 1_000_003  # seed-stream id of validation generations (apart from steps)
+_RESCORE_STREAM = 2_000_000  # MMR1's re-scoring generations: apart from DAPO's refill attempts
+_RESCORE_CHUNK = 64  # prompts per re-scoring generation (x 8 rollouts: 4 training steps' worth)
 
 
 def _write_json(path: Path, value: dict[str, Any]) -> None:
@@ -285,6 +287,25 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
 
     t0 = time.perf_counter()
     metrics: dict[str, float] = {}
+    # MMR1 as published (LengSicong/MMR1 examples/mmr1.yaml: curriculum_update_freq 4,
+    # curriculum_rollout_n 8; ray_trainer re-scores the whole training set): when the sampler
+    # asks, G' fresh rollouts of every prompt before the draw, counted in this step's rollouts
+    # (the cost axis charges what was done). mmr1-stale never asks.
+    rescored = 0
+    request = sampler.rescore_request() if hasattr(sampler, "rescore_request") else None
+    if request is not None:
+        pool, n = request
+        hits = np.empty(pool.size)
+        for lo in range(0, pool.size, _RESCORE_CHUNK):  # bounded memory: a chunk at a time
+            part = pool[lo:lo + _RESCORE_CHUNK]
+            hits[lo:lo + part.size], _ = generate_groups(
+                policy.engine, examples, part, n, temperature=cfg.temperature,
+                max_new_tokens=cfg.max_new_tokens,
+                seed=derive_seed(cfg.seed, step, _RESCORE_STREAM + lo // _RESCORE_CHUNK),
+                phases=phases)
+        sampler.observe_rescore(pool, hits, n)
+        rescored = int(pool.size * n)
+        metrics["mmr1/rescore_rollouts"] = float(rescored)
     advantages = None  # None: GRPO's group advantage
     filtered = None  # DAPO's filter ran (GRESO learns from the groups it drops)
     if cfg.spec.filters:
@@ -335,6 +356,7 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
         correct, piece = generate(ids, 0)
         batch = StepBatch([(piece, np.arange(ids.size))])
         obs_ids, obs_r, generated = ids, correct, ids.size * g
+    generated += rescored
     t_gen = time.perf_counter() - t0
 
     t1 = time.perf_counter()

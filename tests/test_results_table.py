@@ -17,7 +17,7 @@ import pytest
 from vade.cli import main
 from vade.report import docsync
 from vade.report.collect import Curve, Inputs, RunInfo, parse_run_id
-from vade.report.export import COLUMNS, read_table, table_rows, write_table
+from vade.report.export import COLUMNS, read_table, read_tables, table_rows, write_table
 from vade.report.numbers import holm, section
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,14 +32,15 @@ CURVES = {  # method, seed -> validation at steps 0, 15, ..., 90
 }
 
 
-def _table(tmp_path: Path) -> Path:
-    rows = [{"study": "t", "run_id": f"t-grpo-{m}-s{s}", "method": m, "seed": s,
+def _table(tmp_path: Path, study: str = "t", only: str | None = None) -> Path:
+    rows = [{"study": study, "run_id": f"t-grpo-{m}-s{s}", "method": m, "seed": s,
              "step": int(step), "val": v, "rollouts": float(step * 128),
              "rollouts_generated": float(step * 128),
              "eff_trained": 1.0 if m == "dapo" and step else (0.8 if step else float("nan")),
              "eff_generated": 0.5 if step else float("nan")}
-            for (m, s), vals in CURVES.items() for step, v in zip(STEPS, vals)]
-    return write_table(tmp_path / "docs" / "data" / "t" / "runs.csv", rows)
+            for (m, s), vals in CURVES.items() for step, v in zip(STEPS, vals)
+            if only in (None, m)]
+    return write_table(tmp_path / "docs" / "data" / study / "runs.csv", rows)
 
 
 def test_export_writes_running_means_and_the_cost_axis(tmp_path):
@@ -129,3 +130,23 @@ def test_the_committed_results_page_agrees_with_the_committed_tables():
     """docs/results.md's generated blocks against docs/data/*/runs.csv (none yet before the
     rerun: then this checks that every block names a table that exists)."""
     assert docsync.check(ROOT / "docs" / "results.md", ROOT) == []
+
+
+def test_a_control_study_is_read_beside_the_main_one(tmp_path):
+    """A control (vanilla at another batch size, another learning rate) is its own study with
+    the same run ids: read beside the main table it is labelled method@study and compared with
+    the main vanilla by seed. Here the control's vanilla equals the main VADE curves, so its
+    Δ vs vanilla is VADE's (0.090) and k = 2 in both seeds, as for VADE."""
+    main_table = _table(tmp_path)
+    rows = [r for r in _table(tmp_path / "c", study="b24", only="vade").read_text()
+            .splitlines()[1:]]
+    control = tmp_path / "docs" / "data" / "b24" / "runs.csv"
+    control.parent.mkdir(parents=True, exist_ok=True)
+    control.write_text(",".join(COLUMNS) + "\n" + "\n".join(
+        r.replace("-vade-", "-vanilla-").replace(",vade,", ",vanilla,") for r in rows) + "\n")
+    text = section(read_tables([main_table, control]), grid_step=1920)
+    assert "| vanilla@b24 | 2 | 90 | 11,520 | 0.750 [0.115, 1.385] | 0.090 [-0.545, 0.725] |" \
+        in text
+    assert text.index("| vanilla |") < text.index("| vanilla@b24 |") < text.index("| dapo |")
+    row = next(line for line in text.splitlines() if line.startswith("| vanilla@b24 | 2"))
+    assert row.endswith("| 2.00 [2.00, 2.00] (geometric, 2 seeds: 2.00, 2.00) |")

@@ -7,7 +7,8 @@ A block is written in the Markdown as
     ...the text of ``vade.report.numbers.section`` for that table...
     <!-- /numbers -->
 
-(path relative to the repository root; options: ``fraction``, ``grid_step``, ``plateau_checks``
+(path relative to the repository root; ``main.csv+control.csv`` reads control studies beside
+the main one, their runs labelled ``method@study``; options: ``fraction``, ``grid_step``, ``plateau_checks``
 as comma-separated steps, ``decimals``). ``vade results check`` recomputes every block and names
 those that differ; ``vade results write`` rewrites them. So no number in such a block can be
 typed by hand or outlive the data it came from.
@@ -19,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from vade.report.export import read_table
+from vade.report.export import read_tables
 from vade.report.numbers import section
 
 __all__ = ["Block", "blocks", "check", "render", "write"]
@@ -30,7 +31,7 @@ _BLOCK = re.compile(r"(<!-- numbers: (?P<path>\S+)(?P<opts>[^>]*?) -->\n)(?P<bod
 
 @dataclass(frozen=True)
 class Block:
-    table: str                 # path of the per-run table, relative to the root
+    table: str                 # path(s) of the per-run table(s), relative to the root, "+"-joined
     options: dict[str, str]
     body: str                  # the text now between the markers
 
@@ -56,7 +57,7 @@ def render(block: Block, root: str | Path) -> str:
     """The block's text recomputed from its table."""
     o = block.options
     checks = tuple(int(c) for c in o.get("plateau_checks", "").split(",") if c)
-    return section(read_table(Path(root) / block.table),
+    return section(read_tables([Path(root) / t for t in block.table.split("+")]),
                    fraction=float(o.get("fraction", 0.995)),
                    grid_step=float(o.get("grid_step", 3840)), plateau_checks=checks,
                    decimals=int(o.get("decimals", 2)))

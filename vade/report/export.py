@@ -34,7 +34,8 @@ import numpy as np
 
 from vade.report.collect import Curve, Inputs, parse_run_id
 
-__all__ = ["COLUMNS", "RunRows", "read_table", "table_rows", "table_text", "write_table"]
+__all__ = ["COLUMNS", "RunRows", "read_table", "read_tables", "table_rows", "table_text",
+           "write_table"]
 
 COLUMNS = ("study", "run_id", "method", "seed", "step", "val", "rollouts",
            "rollouts_generated", "eff_trained", "eff_generated")
@@ -108,11 +109,13 @@ def write_table(path: str | Path, rows: Sequence[dict[str, object]]) -> Path:
 
 @dataclass(frozen=True)
 class RunRows:
-    """One run's rows of the table, as arrays in step order."""
+    """One run's rows of the table, as arrays in step order. ``label`` names its row in the
+    section: the method, or ``method@study`` for a control study read beside the main one."""
 
     run_id: str
     method: str
     seed: int
+    label: str
     step: np.ndarray
     val: np.ndarray
     rollouts: np.ndarray
@@ -126,7 +129,8 @@ class RunRows:
 
     def upto(self, step: float) -> RunRows:
         keep = self.step <= step
-        return RunRows(self.run_id, self.method, self.seed, *(getattr(self, f)[keep] for f in (
+        return RunRows(self.run_id, self.method, self.seed, self.label, *(
+            getattr(self, f)[keep] for f in (
             "step", "val", "rollouts", "rollouts_generated", "eff_trained", "eff_generated")))
 
 
@@ -140,8 +144,19 @@ def _number(path: Path, line: int, column: str, text: str) -> float:
                          ) from None
 
 
-def read_table(path: str | Path) -> dict[str, RunRows]:
-    """run id -> its rows; a missing column or a bad cell is one error naming file and line."""
+def read_tables(paths: Sequence[str | Path]) -> dict[str, RunRows]:
+    """The first table's runs under their method's name, the others' (controls: another batch
+    size, another learning rate) as ``method@study``; keys ``study/run_id``."""
+    out: dict[str, RunRows] = {}
+    for k, path in enumerate(paths):
+        for rows in read_table(path, control=k > 0).values():
+            out[f"{rows.label}/{rows.run_id}"] = rows
+    return out
+
+
+def read_table(path: str | Path, *, control: bool = False) -> dict[str, RunRows]:
+    """run id -> its rows; a missing column or a bad cell is one error naming file and line.
+    ``control``: label the runs ``method@study``."""
     p = Path(path)
     with p.open(encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f)
@@ -150,6 +165,7 @@ def read_table(path: str | Path) -> dict[str, RunRows]:
             raise ValueError(f"{p}: missing column(s) {', '.join(missing)} (expected "
                              f"{', '.join(COLUMNS)})")
         by_run: dict[str, list[tuple[float, ...]]] = {}
+        study: dict[str, str] = {}
         for line, r in enumerate(reader, start=2):
             try:
                 key = parse_run_id(r["run_id"])
@@ -160,10 +176,12 @@ def read_table(path: str | Path) -> dict[str, RunRows]:
                                  f"disagree with run id {r['run_id']}")
             by_run.setdefault(r["run_id"], []).append(tuple(
                 _number(p, line, c, r[c]) for c in COLUMNS[4:]))
+            study[r["run_id"]] = r["study"]
     out: dict[str, RunRows] = {}
     for rid, vals in sorted(by_run.items()):
         a = np.array(sorted(vals), np.float64)
         key = parse_run_id(rid)
-        out[rid] = RunRows(rid, key.method, key.seed, a[:, 0].astype(np.int64),
+        label = f"{key.method}@{study[rid]}" if control else key.method
+        out[rid] = RunRows(rid, key.method, key.seed, label, a[:, 0].astype(np.int64),
                            *(a[:, i] for i in range(1, 6)))
     return out

@@ -46,12 +46,13 @@ PRIMARY_PEERS = ("mopps", "greso", "mmr1", "sec")  # the published peers of the 
 
 
 def by_method(table: Mapping[str, RunRows]) -> dict[str, dict[int, RunRows]]:
-    """method -> seed -> rows, methods in the method table's order."""
+    """label -> seed -> rows, in the method table's order (a control ``method@study`` after
+    its method)."""
     out: dict[str, dict[int, RunRows]] = {}
     for name in methods.NAMES:
-        got = {r.seed: r for r in table.values() if r.method == name}
-        if got:
-            out[name] = dict(sorted(got.items()))
+        for label in sorted({r.label for r in table.values() if r.method == name},
+                            key=lambda x: (x != name, x)):
+            out[label] = dict(sorted((r.seed, r) for r in table.values() if r.label == label))
     return out
 
 

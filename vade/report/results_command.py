@@ -17,7 +17,7 @@ from vade.config_io import add_config_arguments, load_config, section
 from vade.report import docsync
 from vade.report.collect import collect
 from vade.report.config import ReportConfig
-from vade.report.export import read_table, table_rows, write_table
+from vade.report.export import read_tables, table_rows, write_table
 from vade.report.numbers import section as numbers_section
 
 __all__ = ["add_arguments", "run"]
@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ex.add_argument("--study", help="study name (default: the config's name)")
     ex.add_argument("--out", required=True, metavar="CSV", help="e.g. docs/data/<study>/runs.csv")
     show = sub.add_parser("show", help="print the pre-registered section of a per-run table")
-    show.add_argument("table", metavar="CSV")
+    show.add_argument("tables", nargs="+", metavar="CSV",
+                      help="the study's table, then any control studies' (labelled method@study)")
     add_config_arguments(show, required=False)
     for name, text in (("check", "check the generated blocks of results pages"),
                        ("write", "rewrite the generated blocks of results pages")):
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.action == "show":
         _, cfg = _report_config(args)
-        print(numbers_section(read_table(args.table), fraction=cfg.headline_fraction,
+        print(numbers_section(read_tables(args.tables), fraction=cfg.headline_fraction,
                               grid_step=cfg.rollout_grid, plateau_checks=cfg.plateau_checks,
                               decimals=cfg.decimals), end="")
         return 0

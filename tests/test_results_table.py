@@ -19,6 +19,7 @@ from vade.report import docsync
 from vade.report.collect import Curve, Inputs, RunInfo, parse_run_id
 from vade.report.export import COLUMNS, read_table, read_tables, table_rows, write_table
 from vade.report.numbers import holm, section
+from vade.report.regime import trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = np.arange(0, 91, 15)  # validations every 15 steps, 128 rollouts a step
@@ -150,3 +151,20 @@ def test_a_control_study_is_read_beside_the_main_one(tmp_path):
     assert text.index("| vanilla |") < text.index("| vanilla@b24 |") < text.index("| dapo |")
     row = next(line for line in text.splitlines() if line.startswith("| vanilla@b24 | 2"))
     assert row.endswith("| 2.00 [2.00, 2.00] (geometric, 2 seeds: 2.00, 2.00) |")
+
+
+def test_regime_rule_by_hand():
+    """Steps 1-9, ratios 0.8 x 3, 0.5 x 3, 0.15 x 3: thirds 0.8 -> 0.5 -> 0.15, in the regime
+    (last third in [0.10, 0.20], below the first). Flat at 0.15: not (it does not fall).
+    Falling to 0.3: not (above 0.20)."""
+    steps = np.arange(1, 10)
+
+    def curve(values):
+        return Curve(steps, np.asarray(values, float), steps * 128.0, "duckdb")
+
+    t = trajectory(curve([0.8] * 3 + [0.5] * 3 + [0.15] * 3))
+    assert t.parts == pytest.approx((0.8, 0.5, 0.15)) and t.in_regime
+    assert not trajectory(curve([0.15] * 9)).in_regime
+    assert not trajectory(curve([0.8] * 3 + [0.5] * 3 + [0.3] * 3)).in_regime
+    with pytest.raises(ValueError, match="cannot be split"):
+        trajectory(Curve(steps[:2], np.ones(2), steps[:2] * 1.0, "duckdb"))

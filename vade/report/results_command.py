@@ -5,7 +5,10 @@
 * ``vade results show TABLE``: the pre-registered section (``vade.report.numbers``) it gives;
 * ``vade results check [DOC ...]``: every ``<!-- numbers: ... -->`` block of the pages
   (default docs/results.md) against its table; exit 1 naming each block that differs;
-* ``vade results write [DOC ...]``: rewrite those blocks from their tables.
+* ``vade results write [DOC ...]``: rewrite those blocks from their tables;
+* ``vade results regime --runs DIR``: each run's effective ratio by third and by tenth of its
+  steps, and whether it is in the paper's regime (``vade.report.regime``): the calibration of a
+  testbed on vanilla alone.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from vade.report.collect import collect
 from vade.report.config import ReportConfig
 from vade.report.export import read_tables, table_rows, write_table
 from vade.report.numbers import section as numbers_section
+from vade.report.regime import trajectories
 
 __all__ = ["add_arguments", "run"]
 
@@ -39,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     show.add_argument("tables", nargs="+", metavar="CSV",
                       help="the study's table, then any control studies' (labelled method@study)")
     add_config_arguments(show, required=False)
+    reg = sub.add_parser("regime", help="effective ratio over training, against the regime rule")
+    reg.add_argument("--runs", nargs="+", required=True, metavar="PATH",
+                     help="history.duckdb files or a runs/ directory (vanilla's)")
     for name, text in (("check", "check the generated blocks of results pages"),
                        ("write", "rewrite the generated blocks of results pages")):
         p = sub.add_parser(name, help=text)
@@ -68,6 +75,15 @@ def run(args: argparse.Namespace) -> int:
         print(numbers_section(read_tables(args.tables), fraction=cfg.headline_fraction,
                               grid_step=cfg.rollout_grid, plateau_checks=cfg.plateau_checks,
                               decimals=cfg.decimals), end="")
+        return 0
+    if args.action == "regime":
+        inputs = collect(runs=args.runs, evals=[], expected=[], metric_names=[])
+        curves = {rid: run.curves["effective_ratio"] for rid, run in inputs.runs.items()
+                  if "effective_ratio" in run.curves}
+        if not curves:
+            raise ValueError(f"no run history with steps in {' '.join(args.runs)}")
+        for line in trajectories(curves):
+            print(line)
         return 0
     if args.action == "check":
         bad = [line for doc in args.docs for line in docsync.check(doc, args.root)]

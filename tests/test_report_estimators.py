@@ -52,7 +52,9 @@ def test_validating_more_often_buys_no_earlier_reach():
     # one underlying curve 0.5 + 0.05 per 1,000 rollouts; method A validated every 500
     # rollouts, method B every 3,000. On the common 3,000 grid both read 0.5, 0.65, 0.8, 0.95
     # and the smoothed curve (at 6000: 0.65, at 9000: 0.8) first reaches 0.75 at 9,000.
-    line = lambda r: 0.5 + 0.05 * np.asarray(r, float) / 1000  # noqa: E731
+    def line(r):
+        return 0.5 + 0.05 * np.asarray(r, float) / 1000
+
     a = np.arange(0, 9001, 500)
     b = np.arange(0, 9001, 3000)
     assert reach_smoothed(a, line(a), 0.75, 3000) == reach_smoothed(b, line(b), 0.75, 3000) \

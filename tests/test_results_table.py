@@ -168,3 +168,33 @@ def test_regime_rule_by_hand():
     assert not trajectory(curve([0.8] * 3 + [0.5] * 3 + [0.3] * 3)).in_regime
     with pytest.raises(ValueError, match="cannot be split"):
         trajectory(Curve(steps[:2], np.ones(2), steps[:2] * 1.0, "duckdb"))
+
+
+def test_sec_levels_come_from_each_items_construction():
+    """count: the number of dots (the answer); chart and balance: 1 + floor(5 d), d = 1 in
+    level 5; a real dataset's integer level passes through unchanged."""
+    from types import SimpleNamespace
+
+    from vade.data.synthetic.levels import construction_level, sec_labels
+
+    assert construction_level("synthetic/count", "4", 0.9) == 4
+    assert [construction_level("synthetic/chart", "B", d) for d in (0.0, 0.19, 0.2, 0.99, 1.0)] \
+        == [1, 1, 2, 5, 5]
+    assert construction_level("synthetic/balance", "A", 0.45) == 3
+    assert construction_level("paper/geo3k", "12", 3) is None
+    rows = [SimpleNamespace(task="synthetic/count", ground_truth="2", extra_info={"difficulty": 0.7}),
+            SimpleNamespace(task="math/MATH", ground_truth="x", extra_info={"difficulty": 4})]
+    assert sec_labels(rows) == [2, 4]
+
+
+def test_spearman_of_level_and_pass_rate_by_hand():
+    """Levels 1, 2, 3, 4 against pass rates 0.9, 0.7, 0.8, 0.1: ranks (1, 2, 3, 4) and
+    (4, 2, 3, 1), d = 3, 0, 0, 3 -> rho = 1 - 6 x 18 / (4 x 15) = -0.8. Per domain: a gets
+    levels 1, 2 with 0.9, 0.7 (rho -1); b a constant level (NaN: no information)."""
+    from vade.report.levels import level_correlations
+
+    got = level_correlations([1, 2, 3, 4], [0.9, 0.7, 0.8, 0.1], ["a", "a", "b", "b"])
+    assert got["all"] == (pytest.approx(-0.8), 4)
+    assert got["a"] == (pytest.approx(-1.0), 2) and got["b"][1] == 2
+    got = level_correlations([1, 2, 3, 3], [0.9, 0.7, 0.8, 0.1], ["a", "a", "b", "b"])
+    assert np.isnan(got["b"][0])  # level 3 for both b items: constant

@@ -26,7 +26,7 @@ from vade.report.numbers import section
 __all__ = ["Block", "blocks", "check", "render", "write"]
 
 _BLOCK = re.compile(r"(<!-- numbers: (?P<path>\S+)(?P<opts>[^>]*?) -->\n)(?P<body>.*?)"
-                    r"(<!-- /numbers -->)", re.S)
+                    r"(<!-- /numbers -->)", re.DOTALL)
 
 
 @dataclass(frozen=True)

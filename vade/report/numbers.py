@@ -224,8 +224,8 @@ def section(table: Mapping[str, RunRows], *, fraction: float = 0.995, grid_step:
                 cells += [f"{hit}/{len(r)} (DAPO {ref_hit}/{len(r)})",
                           geometric_interval(r).text(d)]
             rows.append(cells)
-        out += [_md(["method", "A: reached", f"A: rollouts to {fraction * 100:g}% of DAPO's "
-                     "plateau, method / DAPO", "B: reached", "B: method / DAPO"], rows), ""]
+        head = f"A: rollouts to {fraction * 100:g}% of DAPO's plateau, method / DAPO"
+        out += [_md(["method", "A: reached", head, "B: reached", "B: method / DAPO"], rows), ""]
         if vade:
             r, _, _ = _ratios(vade, dapo, every, grid_step)
             family.append(("VADE / DAPO, rollouts to target (B), log ratio",
@@ -243,8 +243,9 @@ def section(table: Mapping[str, RunRows], *, fraction: float = 0.995, grid_step:
         rows = [[name, str(len(v)), text, "-" if not math.isfinite(ps[i]) else f"{ps[i]:.3f}",
                  "-" if i not in adj else f"{adj[i]:.3f}"]
                 for i, (name, v, text) in enumerate(family)]
-        out += [f"Primary family ({len(finite)} tests with 2+ seeds; Holm's correction over "
-                "them, two-sided paired t):", "",
+        intro = (f"Primary family ({len(finite)} tests with 2+ seeds; Holm's correction over "
+                 "them, two-sided paired t):")
+        out += [intro, "",
                 _md(["comparison", "seeds", "estimate", "p", "p (Holm)"], rows), ""]
     out.append(f"Rollouts to target: the validation curve on a common grid of {grid_step:,.0f} "
                "rollouts (linear interpolation), a trailing mean of 3 grid points, the first at "

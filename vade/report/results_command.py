@@ -8,7 +8,9 @@
 * ``vade results write [DOC ...]``: rewrite those blocks from their tables;
 * ``vade results regime --runs DIR``: each run's effective ratio by third and by tenth of its
   steps, and whether it is in the paper's regime (``vade.report.regime``): the calibration of a
-  testbed on vanilla alone.
+  testbed on vanilla alone;
+* ``vade results levels --data data/<name>/train.parquet --difficulty .../initial.parquet``: the
+  rank correlation between SEC's levels and the base model's pass rate (``vade.report.levels``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from vade.report import docsync
 from vade.report.collect import collect
 from vade.report.config import ReportConfig
 from vade.report.export import read_tables, table_rows, write_table
+from vade.report.levels import level_lines
 from vade.report.numbers import section as numbers_section
 from vade.report.regime import trajectories
 
@@ -46,6 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     reg = sub.add_parser("regime", help="effective ratio over training, against the regime rule")
     reg.add_argument("--runs", nargs="+", required=True, metavar="PATH",
                      help="history.duckdb files or a runs/ directory (vanilla's)")
+    lev = sub.add_parser("levels", help="rank correlation of SEC's levels with base pass rates")
+    lev.add_argument("--data", required=True, metavar="PARQUET", help="the training split")
+    lev.add_argument("--difficulty", required=True, metavar="PARQUET",
+                     help="the initial difficulty rollouts (difficulty/<model>/initial.parquet)")
     for name, text in (("check", "check the generated blocks of results pages"),
                        ("write", "rewrite the generated blocks of results pages")):
         p = sub.add_parser(name, help=text)
@@ -83,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
         if not curves:
             raise ValueError(f"no run history with steps in {' '.join(args.runs)}")
         for line in trajectories(curves):
+            print(line)
+        return 0
+    if args.action == "levels":
+        for line in level_lines(args.data, args.difficulty):
             print(line)
         return 0
     if args.action == "check":

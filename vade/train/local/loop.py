@@ -110,6 +110,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
     from tqdm import tqdm
 
     from vade.cluster.timelimit import TimeGuard, TimeLimitReached
+    from vade.data.synthetic.levels import sec_labels
     from vade.provenance import code_version
     from vade.sampling import make_sampler
     from vade.train.checkpoint import capture_rng, save_checkpoint
@@ -124,8 +125,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
                            lambda1=cfg.sampler.lambda1, lambda2=cfg.sampler.lambda2,
                            alpha=alpha if vade_prior else None,
                            beta=beta if vade_prior else None,
-                           labels=[e.extra_info.get("difficulty") for e in examples]
-                           if cfg.spec.reads_labels else None)
+                           labels=sec_labels(examples) if cfg.spec.reads_labels else None)
     shaper = None
     if cfg.is_diva:
         from vade.train.local.diva import DivaShaper

@@ -61,7 +61,7 @@ def test_export_writes_running_means_and_the_cost_axis(tmp_path):
     lines = path.read_text().splitlines()
     assert lines[0] == ",".join(COLUMNS)
     # step 2: trained mean (1.0 + 0.5) / 2 = 0.75; step 4: (1 + 0.5 + 0.5 + 0) / 4 = 0.5
-    assert lines[1:] == ["t,t-grpo-vade-s3,vade,3,0,0.500000,3840,0.000000,,",
+    assert lines[1:] == ["t,t-grpo-vade-s3,vade,3,0,0.500000,3840,0,,",
                          "t,t-grpo-vade-s3,vade,3,2,0.600000,4096,256,0.750000,0.500000",
                          "t,t-grpo-vade-s3,vade,3,4,0.650000,4352,512,0.500000,0.500000"]
     back = read_table(path)["t-grpo-vade-s3"]
@@ -198,3 +198,35 @@ def test_spearman_of_level_and_pass_rate_by_hand():
     assert got["a"] == (pytest.approx(-1.0), 2) and got["b"][1] == 2
     got = level_correlations([1, 2, 3, 3], [0.9, 0.7, 0.8, 0.1], ["a", "a", "b", "b"])
     assert np.isnan(got["b"][0])  # level 3 for both b items: constant
+
+
+def test_export_command_reads_real_histories(tmp_path):
+    """`vade results export` on a DuckDB history written by RunStore (real: the store, the
+    collection, the CLI): vanilla, 4 steps of 2 prompts x 8 rollouts, validation at steps 0, 2,
+    4; step ratios 0.5, 1.0, 0.0, 0.5 -> running means at step 2: 0.75, at step 4: 0.5."""
+    from vade.sampling.observation import Observation
+    from vade.store import RunStore
+
+    run = tmp_path / "runs" / "t-grpo-vanilla-s0"
+    run.mkdir(parents=True)
+    correct = {1: [3, 8], 2: [1, 7], 3: [0, 8], 4: [8, 4]}
+    with RunStore(run / "history.duckdb", "t-grpo-vanilla-s0") as store:
+        store.start_run(method="vanilla", sampler_config={"kind": "vanilla", "n_samples": 4,
+                                                          "batch_size": 2},
+                        config={}, code_version="test")
+        store.log_initial_state(None, None, n_samples=4)
+        store.log_metrics(0, {"val/acc": 0.5})
+        for step, r in correct.items():
+            obs = Observation(step=step, indices=np.array([0, 1]), correct=np.array(r, float),
+                              rollouts=np.full(2, 8.0), p_drawn=np.full(2, np.nan),
+                              gain=np.full(2, np.nan))
+            store.log_step(obs, metrics={"val/acc": 0.5 + 0.05 * step} if step % 2 == 0
+                           else {})
+    (run / "done.json").write_text("{}")
+    out = tmp_path / "runs.csv"
+    assert main(["results", "export", "--runs", str(tmp_path / "runs"), "--study", "t",
+                 "--out", str(out)]) == 0
+    assert out.read_text().splitlines()[1:] == [
+        "t,t-grpo-vanilla-s0,vanilla,0,0,0.500000,0,0,,",
+        "t,t-grpo-vanilla-s0,vanilla,0,2,0.600000,32,32,0.750000,0.750000",
+        "t,t-grpo-vanilla-s0,vanilla,0,4,0.700000,64,64,0.500000,0.500000"]

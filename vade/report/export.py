@@ -18,7 +18,8 @@ Columns (one row per run and validation step, step 0 = before training):
   the trained groups and of the generated groups (equal except under DAPO's filter, whose
   trained share is 1.0 by construction); empty at step 0.
 
-Written with fixed decimals (6), sorted by run and step: same histories, same bytes.
+Written with fixed decimals (6; whole numbers without), sorted by run and step: same histories,
+same bytes.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def _cell(v: object) -> str:
     if isinstance(v, float):
         if not math.isfinite(v):
             return ""
-        return f"{v:.0f}" if v.is_integer() and abs(v) >= 1 else f"{v:.6f}"
+        return f"{v:.0f}" if v.is_integer() else f"{v:.6f}"
     return str(v)
 
 

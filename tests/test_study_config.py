@@ -94,12 +94,14 @@ def test_diva_overlay_adds_only_the_diva_runs(tmp_path):
 
 @needs_snakemake
 def test_report_of_finished_runs_refuses_when_none_has_finished(tmp_path):
+    """The finished-runs report and the per-run table for docs/data (rule results_table) read
+    the same finished runs: with none, both refuse with one line."""
     repo = clean_copy(tmp_path / "repo")
-    proc = _snakemake(repo, "-n", "reports/tiny-study/finished/report.md",
-                      "--configfile", "config/tiny-study.yaml")
-    assert proc.returncode != 0
-    assert ("no run of the grid has finished yet (no results/tiny-study/runs/*/done.json)"
-            in proc.stdout + proc.stderr)
+    for target in ("reports/tiny-study/finished/report.md", "docs/data/tiny-study/runs.csv"):
+        proc = _snakemake(repo, "-n", target, "--configfile", "config/tiny-study.yaml")
+        assert proc.returncode != 0, target
+        assert ("no run of the grid has finished yet (no results/tiny-study/runs/*/done.json)"
+                in proc.stdout + proc.stderr), target
 
 
 @pytest.mark.e2e

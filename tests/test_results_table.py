@@ -83,6 +83,8 @@ def test_section_from_a_hand_made_table(tmp_path):
     # VADE - vanilla at step 90: 0.70 - 0.66, 0.80 - 0.66 -> 0.04, 0.14: mean 0.09, sd 0.070711,
     # half 12.7062 * 0.070711 / sqrt 2 = 0.6353
     assert "| vade | 2 | 90 | 11,520 | 0.750 [0.115, 1.385] | 0.090 [-0.545, 0.725] |" in text
+    # equal rollouts: every run here spends 128 a step, so the same pairs as at equal steps
+    assert "| 0.090 [-0.545, 0.725] | 0.090 [-0.545, 0.725] | 0.800 [0.800, 0.800] |" in text
     # generated ratio beside the trained one: DAPO trains on 1.0, generated 0.5
     assert "| dapo | 2 | 90 | 11,520 | 0.750 [0.115, 1.385] | " in text
     assert "| 1.000 [1.000, 1.000] | 0.500 [0.500, 0.500] |" in text

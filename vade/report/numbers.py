@@ -148,13 +148,16 @@ def _method_table(ms: Mapping[str, Mapping[int, RunRows]], d: int) -> str:
             mean_interval([_last(r.val) for r in runs.values()]).text(d + 1),
             _fmt(mean_interval(list(_paired(runs, van, _delta_steps).values())), d + 1)
             if vs else "-",
+            _fmt(mean_interval(list(_paired(runs, van, _delta_rollouts).values())), d + 1)
+            if vs else "-",
             mean_interval([_last(r.eff_trained) for r in runs.values()]).text(d + 1),
             mean_interval([_last(r.eff_generated) for r in runs.values()]).text(d + 1),
             _fmt(mean_interval(list(_paired(runs, van, _delta_auc).values())), d + 1)
             if vs else "-",
             geometric_interval(_paired(runs, van, _k)).text(d) if vs else "-"])
     return _md(["method", "seeds", "steps", "rollouts (cost axis)", "final validation",
-                "Δ vs vanilla, equal steps", "effective ratio, trained",
+                "Δ vs vanilla, equal steps", "Δ vs vanilla, equal rollouts",
+                "effective ratio, trained",
                 "effective ratio, generated", "AUC Δ vs vanilla", "k vs vanilla"], rows)
 
 

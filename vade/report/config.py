@@ -30,9 +30,9 @@ class ReportConfig:
     benchmarks: column order of the benchmark tables (default: the order found, paper's first).
     cost_axis: what a method's rollouts count on every rollout axis (Figure 4, the headline, the
     peers' rollouts to target and equal-rollout comparison): ``all`` (default) every rollout it
-    consumed or needed: its generated rollouts (DAPO's and GRESO's filtered groups included),
-    the initial difficulty rollouts of the methods that start from them and MMR1's published
-    re-scoring (``vade.report.cost``); ``generated`` the histories' own counts only. The
+    consumed: its generated rollouts (DAPO's and GRESO's filtered groups and MMR1's re-scoring
+    included) and the initial difficulty rollouts of the methods that start from them
+    (``vade.report.cost``); ``generated`` the histories' own counts only. The
     headline shows VADE's ratio both ways regardless.
     plateau_checks: steps at which DAPO's plateau rule is checked, in order, on the curve as it
     stood there (the first where it holds gives the plateau; empty: the whole curve only). Set

@@ -196,7 +196,6 @@ def test_stop_ends_the_servers_children_when_the_server_itself_was_killed(tmp_pa
     the whole group even then. Stand-in: a shell as the server and ``sleep`` as its child."""
     import os
     import signal
-    import subprocess
     import time
 
     from vade.eval.judge import serve, stop

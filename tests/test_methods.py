@@ -40,6 +40,7 @@ def test_rows_by_hand():
         "sec": (("sampler",), False),
         "mopps-prior": (("sampler",), True),
         "greso-skip": (("sampler",), False),
+        "mmr1-stale": (("sampler",), True),
         "sec-passrate": (("sampler",), True),
     }
     assert set(expect) == set(methods.NAMES)
@@ -48,12 +49,15 @@ def test_rows_by_hand():
         assert row.config_sections == sections, name
         assert row.needs_difficulty is difficulty, name
     assert methods.names_where(table="ablation") == ("symmetric", "greedy", "last-update",
-                                                     "mopps-prior", "greso-skip", "sec-passrate")
+                                                     "mopps-prior", "greso-skip", "mmr1-stale",
+                                                   "sec-passrate")
     assert methods.names_where(shaping=None) == ("vanilla", "vade", "symmetric", "greedy",
                                                  "last-update", "mopps", "mmr1", "sec",
-                                                 "mopps-prior", "greso-skip", "sec-passrate")
+                                                 "mopps-prior", "greso-skip", "mmr1-stale",
+                                                 "sec-passrate")
     assert methods.names_where(chooser="peer") == ("mopps", "greso", "mmr1", "sec",
-                                                   "mopps-prior", "greso-skip", "sec-passrate")
+                                                   "mopps-prior", "greso-skip", "mmr1-stale",
+                                                   "sec-passrate")
     assert methods.names_where(filters=True) == ("dapo", "greso")
     assert methods.names_where(reads_labels=True) == ("sec",)
     # a peer under the filter draws with its own rule; DAPO draws uniform epochs

@@ -314,9 +314,9 @@ def test_html_report_shows_tables_and_embeds_figures(reports):
     assert "<th>math</th>" in table1 and "<td>55.00* ▲+10.00</td>" in table1
     assert "<img" not in table1
     assert sorted(p.name for p in (reports / "a" / "tables").iterdir()) == [
-        "headline.html", "runs.html", "seeds.html", "table1.html", "table2.html",
-        "table5.html"]
-    for name in ("report.html", "tables/table1.html"):
+        "headline.html", "per_run.csv", "preregistered.html", "runs.html", "seeds.html",
+        "table1.html", "table2.html", "table5.html"]
+    for name in ("report.html", "tables/table1.html", "tables/per_run.csv"):
         assert (reports / "a" / name).read_bytes() == (reports / "b" / name).read_bytes()
 
 

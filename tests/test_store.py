@@ -226,3 +226,18 @@ def test_vade_sql_is_read_only(tmp_path, capsys, many):
 def test_vade_sql_names_a_missing_database(tmp_path, capsys):
     assert main(["sql", "SELECT 1", "--db", str(tmp_path / "nope.duckdb")]) == 2
     assert "no run database at" in capsys.readouterr().err
+
+
+def test_step_summary_shows_the_generated_ratio_beside_the_trained_one(tmp_path):
+    """DAPO's filter trains on informative groups only, so its trained ratio is 1.0 by
+    construction; the share of what it generated (the trainer's metric
+    dapo/generated_effective_ratio, here 0.25 at step 2) is the comparable number. A method
+    without the filter has the two equal."""
+    path = tmp_path / "run.duckdb"
+    _run(path, "r1", steps=3)
+    with RunStore(path, "r1") as store:
+        store.log_metrics(2, {"dapo/generated_effective_ratio": 0.25})
+    rows = query([path], "SELECT step, effective_ratio, effective_ratio_generated "
+                         "FROM step_summary ORDER BY step").fetchall()
+    assert rows[1][2] == 0.25
+    assert [r[2] for r in (rows[0], rows[2])] == [rows[0][1], rows[2][1]]

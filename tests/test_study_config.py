@@ -94,12 +94,14 @@ def test_diva_overlay_adds_only_the_diva_runs(tmp_path):
 
 @needs_snakemake
 def test_report_of_finished_runs_refuses_when_none_has_finished(tmp_path):
+    """The finished-runs report and the per-run table for docs/data (rule results_table) read
+    the same finished runs: with none, both refuse with one line."""
     repo = clean_copy(tmp_path / "repo")
-    proc = _snakemake(repo, "-n", "reports/tiny-study/finished/report.md",
-                      "--configfile", "config/tiny-study.yaml")
-    assert proc.returncode != 0
-    assert ("no run of the grid has finished yet (no results/tiny-study/runs/*/done.json)"
-            in proc.stdout + proc.stderr)
+    for target in ("reports/tiny-study/finished/report.md", "docs/data/tiny-study/runs.csv"):
+        proc = _snakemake(repo, "-n", target, "--configfile", "config/tiny-study.yaml")
+        assert proc.returncode != 0, target
+        assert ("no run of the grid has finished yet (no results/tiny-study/runs/*/done.json)"
+                in proc.stdout + proc.stderr), target
 
 
 @pytest.mark.e2e
@@ -210,4 +212,47 @@ def test_fair_race_overlay_states_its_rules_up_front():
     assert need >= 10
     for method in ("vade", "vanilla", "sec", "mmr1"):
         assert by[method] == {(s, 300) for s in range(need)}, method
-    assert set(by) == {"dapo", *methods.names_where(chooser="peer"), "vade", "vanilla"}
+    # every published peer and the variants of its day (mmr1-stale is what it ran as mmr1)
+    assert set(by) == {"dapo", *methods.names_where(chooser="peer"), "vade",
+                       "vanilla"} - {"mmr1-stale"}
+
+
+def test_race_rerun_and_its_controls_are_preregistered_configs():
+    """config/tiny-race.yaml (the rerun, 2026-11-28): at least 10 seeds for every method of the
+    primary family (VADE, vanilla, DAPO, MoPPS, GRESO, MMR1, SEC), 16 for the four the first race
+    ran on 12; DAPO to 600 steps, the others 300; the estimators' grid fixed in the config; the
+    controls (vanilla at B = 24, the learning rate 2e-4) on the race's seeds; the regime testbed
+    with 10 seeds for VADE, vanilla, DAPO, MoPPS and MMR1."""
+    from vade import methods
+    from vade.grid import cells
+    from vade.report.config import ReportConfig
+
+    def load(name):
+        return yaml.safe_load((ROOT / "config" / f"{name}.yaml").read_text())
+
+    def by_method(overlay):
+        out = {}
+        for c in cells({**STUDY, **overlay}):
+            out.setdefault(c.method, set()).add((c.seed, c.steps))
+        return out
+
+    race = load("tiny-race")
+    assert ReportConfig.from_dict(race["report"]).rollout_grid == 3840
+    by = by_method(race)
+    assert by["dapo"] == {(s, 600) for s in range(10)}
+    for m in ("vade", "vanilla", "sec", "mmr1"):
+        assert by[m] == {(s, 300) for s in range(16)}, m
+    for m in ("mopps", "greso"):
+        assert by[m] == {(s, 300) for s in range(10)}, m
+    assert set(by) == {"dapo", "vade", "vanilla", *methods.names_where(chooser="peer")}
+    b24, lr = load("tiny-race-b24"), load("tiny-race-lr2e-4")
+    assert b24["train"] == {"batch_size": 24} and by_method(b24) == {
+        "vanilla": {(s, 300) for s in range(16)}}
+    assert lr["train"] == {"lr": 2.0e-4}
+    assert by_method(lr) == {m: {(s, 300) for s in range(10)} for m in ("vanilla", "vade")}
+    regime = load("tiny-regime")
+    rb = by_method({**regime, "train": {**STUDY["train"], **regime["train"]}})
+    assert rb["dapo"] == {(s, 600) for s in range(10)}
+    for m in ("vanilla", "vade", "mopps", "mmr1"):
+        assert rb[m] == {(s, None) for s in range(10)}, m
+    assert regime["train"]["steps"] == 300

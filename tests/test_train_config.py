@@ -19,7 +19,8 @@ def test_defaults_and_algorithm_blocks():
     assert cfg.mini_batch_size == 16 and cfg.rollout_budget == 3 * cfg.steps * 16 * 8
     assert set(TRAIN_METHODS) == {"vanilla", "dapo", "vade", "symmetric", "greedy", "last-update",
                                   "diva", "vade-diva", "mopps", "greso", "mmr1", "sec",
-                                  "mopps-prior", "greso-skip", "sec-passrate"}
+                                  "mopps-prior", "greso-skip", "mmr1-stale",
+                                  "sec-passrate"}
     assert cfg.needs_difficulty and not TrainConfig(method="dapo").needs_difficulty
     # DIVA's levels start from the initial rollouts; the sampler under it chooses the originals
     assert TrainConfig(method="diva").needs_difficulty

@@ -117,7 +117,8 @@ def test_peers_are_rows_whose_chooser_is_the_lab_sampler():
         sampler = make_sampler(name, 10, 2, seed=0, alpha=np.full(10, 3.0),
                                beta=np.full(10, 5.0), labels=[0.1 * i for i in range(10)])
         assert type(sampler) is CLASSES[name] and sampler.config["kind"] == name
-    assert methods.names_where(reads_difficulty=True) == ("mmr1", "mopps-prior", "sec-passrate")
+    assert methods.names_where(reads_difficulty=True) == ("mmr1", "mopps-prior", "mmr1-stale",
+                                                         "sec-passrate")
     with pytest.raises(ValueError, match="mmr1 starts from the initial difficulty"):
         make_sampler("mmr1", 10, 2)
     with pytest.raises(ValueError, match="sec needs the training rows' extra_info.difficulty"):
@@ -196,6 +197,30 @@ def test_mmr1_starts_from_the_initial_rollouts_then_the_latest_group(whole, labe
             assert p[step][sid] == pytest.approx(r / g)
     for sid, gain, pd in gains:
         assert pd == pytest.approx(r0[sid] / G) and gain == pytest.approx(pd * (1 - pd))
+
+
+def test_mmr1_rescores_its_pool_and_is_charged_for_it_mmr1_stale_is_not(whole):
+    """Published MMR1 re-scores all 48 prompts with 8 fresh rollouts after every 4th step: step
+    5 generates 6 x 8 training + 48 x 8 re-scoring = 432 rollouts, the others 48 (before
+    2026-11-28 no trainer generated them and the report charged them anyway). After the
+    re-scoring, an untrained prompt's estimate is its re-scoring r / 8, no longer its initial
+    one. mmr1-stale never re-scores: 48 rollouts every step, estimates only from training."""
+    for method, step5 in (("mmr1", 432), ("mmr1-stale", 48)):
+        with _history(whole(method)) as con:
+            rollouts = dict(con.execute("SELECT step, rollouts FROM steps").fetchall())
+            charged = con.execute("SELECT step, value FROM metrics WHERE name = "
+                                  "'mmr1/rescore_rollouts'").fetchall()
+        assert rollouts == {s: step5 if s == 5 else 48 for s in range(1, STEPS + 1)}, method
+        assert charged == ([(5, 384.0)] if method == "mmr1" else []), method
+    p = state_by_step(peer_state_rows(whole("mmr1")), "p_hat")
+    assert len(p[6]) == N_TRAIN  # step 6 is a snapshot step: every prompt's estimate
+    with _history(whole("mmr1")) as con:
+        trained = {sid for (sid,) in con.execute("SELECT DISTINCT sample_id FROM events")
+                   .fetchall()}
+    assert all(v * G == round(v * G) for v in p[6].values())  # r / 8 of its latest evidence
+    assert trained != set(range(N_TRAIN))  # some prompts were never trained: their p moved
+    moved = [i for i in range(N_TRAIN) if i not in trained and p[6][i] != p[0][i]]
+    assert moved  # ... only because the re-scoring measured them afresh
 
 
 @pytest.mark.parametrize("method, decay_all", [("sec", True), ("sec-passrate", False)],

@@ -38,9 +38,10 @@ from vade.sampling import make_sampler
 from vade.train.difficulty import initial_alpha_beta
 
 # the peers verl's curriculum sampler runs: published GRESO needs DAPO's filter and runs on the
-# local backend (refused below); published SEC reads labels this world's data lacks (its label
+# local backend (refused below), as does published MMR1 (its re-scoring rollouts), so its stale
+# variant runs here; published SEC reads labels this world's data lacks (its label
 # reader is checked below), so its pass-rate variant stands for it here
-PEERS = ("mopps", "greso-skip", "mmr1", "sec-passrate")
+PEERS = ("mopps", "greso-skip", "mmr1-stale", "sec-passrate")
 FAST_RESUME = "greso-skip"
 
 
@@ -118,8 +119,9 @@ def test_greso_has_no_verl_path_and_sec_labels_are_read_by_position():
     from vade.train.verl.overrides import RunSpec
     from vade.train.verl.sampler import dataset_labels
 
-    with pytest.raises(ValueError, match="train.method = 'greso' has no verl path"):
-        RunSpec(cfg=TrainConfig(method="greso"), model="m", model_path=Path("m"),
-                data_dir=Path("d"), out_dir=Path("o"))
+    for method in ("greso", "mmr1"):  # mmr1: verl cannot generate its re-scoring rollouts
+        with pytest.raises(ValueError, match=f"train.method = '{method}' has no verl path"):
+            RunSpec(cfg=TrainConfig(method=method), model="m", model_path=Path("m"),
+                    data_dir=Path("d"), out_dir=Path("o"))
     rows = [{"extra_info": {"index": 3, "difficulty": 0.7}}, {"extra_info": {"index": 1}}]
     assert dataset_labels(rows) == [0.7, None]

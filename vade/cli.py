@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "build-variants": ("vade.data.variant_texts",
                        "tool: DIVA-GRPO hint steps and rephrasings of the paper's data (LLM)"),
     "judge": ("vade.eval.judge_command", "tool: serve or wait for the LLM judge endpoint"),
+    "results": ("vade.report.results_command",
+                "tool: a study's per-run table (docs/data) and the results blocks computed from it"),
     "demo": ("vade.demo", "tool: the samplers on a simulated environment (a minute, no torch)"),
     "sql": ("vade.store.sql_command", "tool: run a read-only SQL query on run histories"),
     "bench": ("vade.bench.command", "tool: measure speed and memory (prints a table, writes JSON)"),

@@ -140,9 +140,9 @@ _ROWS = (
            published="as published: skip rule + DAPO's filter under DAPO's rollout cap; each "
                      "draw is B surviving prompts (GRESO: 1.5 B, adaptive refills)"),
     Method("mmr1", "peer", "MMR1 VAS", "tab:green", "main", reads_difficulty=True,
-           published="scores from the initial rollouts and the latest training group; the "
-                     "re-scoring (8 rollouts x N every 4 steps) is not generated but counted "
-                     "on its cost axis"),
+           published="as published: the initial rollouts are the first scoring, then the "
+                     "whole pool re-scored with 8 fresh rollouts each every 4 steps (generated "
+                     "and counted); the uniform half is drawn afresh each step"),
     Method("sec", "peer", "SEC", "tab:purple", "main", reads_labels=True,
            published="as published: arms are extra_info.difficulty, every arm decays, tau 0.4"),
     Method("mopps-prior", "peer", "MoPPS (prior)", "tab:gray", "ablation",
@@ -152,6 +152,10 @@ _ROWS = (
     Method("greso-skip", "peer", "GRESO skip only", "tab:olive", "ablation", linestyle="--",
            published="not GRESO: the skip rule without DAPO's filter, target split 1/2, p "
                      "in [0.01, 1] adapting from step 1"),
+    Method("mmr1-stale", "peer", "MMR1 (stale estimates)", "tab:green", "ablation",
+           reads_difficulty=True, linestyle="--",
+           published="not MMR1: never re-scored; each estimate is the initial rollouts', then "
+                     "the sample's latest training group (charged nothing beyond them)"),
     Method("sec-passrate", "peer", "SEC (pass-rate bins)", "tab:purple", "ablation",
            reads_difficulty=True, linestyle="--",
            published="not SEC: arms are 5 bins of the initial pass rate (VADE's initial "

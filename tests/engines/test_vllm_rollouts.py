@@ -131,9 +131,9 @@ def test_pass_rates_agree_with_the_hf_engine(tiny_checkpoint, uninterrupted):
     HF float32."""
     import pyarrow.parquet as pq
 
+    from vade.models.hf_engine import HFEngine
     from vade.models.policy import load_policy
     from vade.rollout.difficulty import DifficultyConfig, initial_difficulty
-    from vade.models.hf_engine import HFEngine
 
     vllm_correct = pq.read_table(uninterrupted / "initial.parquet")["correct"].to_numpy()
     cfg = DifficultyConfig(**{**DIFFICULTY, "engine": "hf", "batch_size": 256})

@@ -124,19 +124,23 @@ def history_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def _curves(con: duckdb.DuckDBPyConnection, names: Sequence[str]) -> dict[str, dict[str, Curve]]:
-    steps = con.execute("SELECT run_id, step, effective_ratio, rollouts_cumulative "
-                        "FROM step_summary ORDER BY run_id, step").fetchall()
+    steps = con.execute("SELECT run_id, step, effective_ratio, rollouts_cumulative, "
+                        "effective_ratio_generated FROM step_summary ORDER BY run_id, step"
+                        ).fetchall()
     out: dict[str, dict[str, Curve]] = {}
     cum: dict[str, dict[int, float]] = {}
-    by_run: dict[str, list[tuple[int, float, float]]] = {}
-    for run, step, ratio, rc in steps:
-        by_run.setdefault(run, []).append((step, ratio, rc))
+    by_run: dict[str, list[tuple[int, float, float, float]]] = {}
+    for run, step, ratio, rc, generated in steps:
+        by_run.setdefault(run, []).append((step, ratio, rc, generated))
         cum.setdefault(run, {})[step] = float(rc)
     for run, rows in by_run.items():
         s = np.array([r[0] for r in rows], np.int64)
-        out.setdefault(run, {})["effective_ratio"] = Curve(
-            s, np.array([r[1] for r in rows], float), np.array([r[2] for r in rows], float),
-            "duckdb")
+        rc_run = np.array([r[2] for r in rows], float)
+        # trained groups' informative share, and generated groups' (they differ under DAPO's
+        # filter only: the schema's step_summary)
+        for name, col in (("effective_ratio", 1), ("effective_ratio_generated", 3)):
+            out.setdefault(run, {})[name] = Curve(
+                s, np.array([r[col] for r in rows], float), rc_run, "duckdb")
         out[run]["rollouts_cumulative"] = Curve(
             s, np.array([r[2] for r in rows], float), np.array([r[2] for r in rows], float),
             "duckdb")

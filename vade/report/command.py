@@ -21,8 +21,10 @@ from vade.report import difficulty as diff
 from vade.report import figures, tables
 from vade.report.collect import collect
 from vade.report.config import ReportConfig, expected_runs, table_columns
+from vade.report.export import read_table, table_rows, write_table
 from vade.report.figures import VAL_ITEMS
 from vade.report.html import write_page
+from vade.report.numbers import section as numbers_section
 from vade.report.peers import peer_statistics
 from vade.report.seeds import seed_statistics
 
@@ -31,7 +33,7 @@ __all__ = ["FIGURES", "TABLES", "add_arguments", "build_report", "run"]
 FIGURES = ("figure1.png", "figure3.png", "figure4.png", "difficulty_heatmap.png",
            "selection_counts.png")
 TABLES = ("runs.html", "table1.html", "table2.html", "table5.html", "headline.html",
-          "seeds.html")
+          "seeds.html", "preregistered.html", "per_run.csv")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,6 +96,14 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
             + "\n" + peer_statistics(inputs, cfg.val_metric, cfg.headline_fraction, d,
                                      cfg.cost_axis, cfg.plateau_checks)),
     }
+    # the per-run table (docs/data/<study>/runs.csv once committed) and the pre-registered
+    # section computed from it read back: the numbers the docs quote, by the same code
+    per_run = write_table(out / "tables" / "per_run.csv",
+                          table_rows(inputs, name, cfg.val_metric, cfg.cost_axis))
+    table_md["preregistered.html"] = ("Pre-registered estimators", "## Pre-registered "
+                                      "estimators (from tables/per_run.csv)\n\n" + numbers_section(
+        read_table(per_run), fraction=cfg.headline_fraction, grid_step=cfg.rollout_grid,
+        plateau_checks=cfg.plateau_checks, decimals=d))
     for file, (title, text) in table_md.items():
         write_page(out / "tables" / file, text, f"{name}: {title}")
     parts = [
@@ -113,6 +123,7 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
         table_md["table5.html"][1],
         table_md["headline.html"][1],
         table_md["seeds.html"][1],
+        table_md["preregistered.html"][1],
         "## Figures",
         "",
         "![Figure 1](figures/figure1.png)",

@@ -31,13 +31,18 @@ class ReportConfig:
     benchmarks: column order of the benchmark tables (default: the order found, paper's first).
     cost_axis: what a method's rollouts count on every rollout axis (Figure 4, the headline, the
     peers' rollouts to target and equal-rollout comparison): ``all`` (default) every rollout it
-    consumed or needed: its generated rollouts (DAPO's and GRESO's filtered groups included),
-    the initial difficulty rollouts of the methods that start from them and MMR1's published
-    re-scoring (``vade.report.cost``); ``generated`` the histories' own counts only. The
+    consumed: its generated rollouts (DAPO's and GRESO's filtered groups and MMR1's re-scoring
+    included) and the initial difficulty rollouts of the methods that start from them
+    (``vade.report.cost``); ``generated`` the histories' own counts only. The
     headline shows VADE's ratio both ways regardless.
     plateau_checks: steps at which DAPO's plateau rule is checked, in order, on the curve as it
     stood there (the first where it holds gives the plateau; empty: the whole curve only). Set
     it before the runs (the study's overlay does): it is the stopping rule, not a tuning knob.
+    rollout_grid: the common rollout cadence of the pre-registered rollouts-to-target estimator
+    (``vade.report.estimators``): every validation curve is interpolated onto multiples of it
+    and smoothed over 3 of them. Fixed before the rerun at 3,840: twice VADE's and vanilla's
+    cadence in the tiny study (15 steps x 128 rollouts), within DAPO's 3,000-6,000; a grid point
+    between two validations is their weighted mean, never an extra independent draw.
     """
 
     val_metric: str = "val/acc"
@@ -52,6 +57,7 @@ class ReportConfig:
     decimals: int = 2
     cost_axis: str = "all"
     plateau_checks: tuple[int, ...] = ()
+    rollout_grid: float = 3840.0
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> ReportConfig:
@@ -73,6 +79,9 @@ class ReportConfig:
                             ("decimals", 0, 6)):
             if key in v:
                 check_int(f"report.{key}", v[key], lo, hi)
+        if "rollout_grid" in v:
+            v["rollout_grid"] = check_float("report.rollout_grid", v["rollout_grid"], 0.0,
+                                            1e12, open_lo=True)
         if "plateau_checks" in v:
             checks = v["plateau_checks"]
             if not isinstance(checks, (list, tuple)):

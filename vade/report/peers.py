@@ -28,6 +28,7 @@ import numpy as np
 from vade import methods
 from vade.report.collect import Curve, Inputs, RunInfo
 from vade.report.curves import first_reaching
+from vade.report.estimators import geometric_interval
 from vade.report.stats import Interval, mean_interval, paired_interval
 
 __all__ = ["Plateau", "at_cost", "at_step", "peer_statistics", "plateau", "plateau_by"]
@@ -165,7 +166,8 @@ def _plateau_rows(inputs: Inputs, dapo: dict[int, RunInfo], vade: dict[int, RunI
                   axis: str) -> tuple[list[str], dict[int, float]]:
     """DAPO's plateau per seed (text lines) and the targets of the seeds where it holds."""
     targets: dict[int, float] = {}
-    lines, ratios = [], []
+    lines: list[str] = []
+    ratios: dict[int, float] = {}
     for seed in sorted(dapo):
         curve = dapo[seed].curves.get(val_metric)
         pl, at = (None, 0.0) if curve is None else plateau_by(curve, checks)
@@ -181,7 +183,7 @@ def _plateau_rows(inputs: Inputs, dapo: dict[int, RunInfo], vade: dict[int, RunI
             v = (_reach(inputs, vade[seed], vade[seed].curves.get(val_metric), targets[seed],
                         axis) if seed in vade else None)
             if own and v is not None:
-                ratios.append(v / own)
+                ratios[seed] = v / own
             if own is not None:
                 line += f"; DAPO reaches {fraction * 100:g}% of it at {own:,.0f} rollouts"
         lines.append(line)
@@ -191,8 +193,8 @@ def _plateau_rows(inputs: Inputs, dapo: dict[int, RunInfo], vade: dict[int, RunI
             f"standard error of the second third's; {when}) holds in {len(targets)}/"
             f"{len(dapo)} seeds; only those seeds set a target. Headline, on those seeds: "
             f"VADE's rollouts to {fraction * 100:g}% of DAPO's plateau / DAPO's own: "
-            f"{mean_interval(ratios).text(d + 1)} ({len(ratios)} of {len(targets)} seeds "
-            "where both reach it).")
+            f"{geometric_interval(ratios).text(d + 1)} ({len(ratios)} of {len(targets)} "
+            "seeds where both reach it; geometric mean, interval on the log scale).")
     return [rule, "", *[f"- {line}" for line in lines]], targets
 
 
@@ -204,8 +206,8 @@ def _row(inputs: Inputs, peer: str, runs: dict[int, RunInfo], vade: dict[int, Ru
     if not got:
         return None
     aimed = [g for s, g in got.items() if s in targets]  # seeds whose DAPO plateau set a target
-    both = [g.vade_reach / g.peer_reach for g in aimed
-            if g.vade_reach is not None and g.peer_reach]
+    both = {s: g.vade_reach / g.peer_reach for s, g in got.items() if s in targets
+            and g.vade_reach is not None and g.peer_reach}
 
     def diff(a: str, b: str) -> str:
         return _fmt(paired_interval({s: getattr(g, a) for s, g in got.items()},
@@ -217,7 +219,7 @@ def _row(inputs: Inputs, peer: str, runs: dict[int, RunInfo], vade: dict[int, Ru
             diff("vade_ratio", "peer_ratio"),
             _reach_text([g.vade_reach for g in aimed]) if targets else "no DAPO plateau",
             _reach_text([g.peer_reach for g in aimed]) if targets else "no DAPO plateau",
-            f"{mean_interval(both).text(d)} ({len(both)})" if targets else "-"]
+            f"{geometric_interval(both).text(d)}" if targets else "-"]
 
 
 def peer_statistics(inputs: Inputs, val_metric: str, fraction: float = 0.995,

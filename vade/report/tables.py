@@ -199,7 +199,8 @@ def inventory(inputs: Inputs) -> str:
         ev = [f"{b} ({inputs.evals[(key.run_id, b)]['k']})" for b in inputs.benchmarks
               if (key.run_id, b) in inputs.evals]
         metrics = ", ".join(f"{n} [{c.source}]" for n, c in sorted(info.curves.items())
-                            if n not in ("effective_ratio", "rollouts_cumulative"))
+                            if n not in ("effective_ratio", "effective_ratio_generated",
+                                          "rollouts_cumulative"))
         body.append([key.run_id, key.model, key.algorithm.upper() or "-",
                      METHOD_LABELS.get(key.method, key.method),
                      "-" if key.seed < 0 else str(key.seed), info.status,

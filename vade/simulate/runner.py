@@ -131,6 +131,8 @@ def _peer_data(method: str, env: PassRateEnv, initial: np.ndarray | None) -> dic
     g = env.params.group_size
     if method == "sec-passrate":
         return {"categories": difficulty_categories(initial / g)}
+    if method == "mmr1-stale":  # the initial rollouts are its only scoring pass
+        return {"initial_p": initial / g}
     return {"initial_correct": initial, "initial_failed": g - initial}
 
 

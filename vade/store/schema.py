@@ -21,7 +21,11 @@ with itself:
 
 Views:
 
-* ``step_summary``     steps with cumulative rollouts and the ratio recomputed from events.
+* ``step_summary``     steps with cumulative rollouts and the ratio recomputed from events;
+                       ``effective_ratio`` is the share of *trained* groups that are informative,
+                       ``effective_ratio_generated`` the share of *generated* ones: they differ
+                       only under DAPO's filter (DAPO, GRESO), whose trained share is 1.0 by
+                       construction (the trainer's ``dapo/generated_effective_ratio`` metric).
 * ``sample_history``   every sample at every step (state after that step's update): an unobserved
                        sample's state is its last known state times decay_unselected^(steps since),
                        which is exactly eq. 6 applied step by step.
@@ -117,14 +121,18 @@ SELECT s.run_id, s.step, s.n_selected, s.effective_ratio, s.mean_accuracy, s.rol
        CAST(sum(s.rollouts) OVER (PARTITION BY s.run_id ORDER BY s.step) AS BIGINT)
            AS rollouts_cumulative,
        s.sampler_seconds,
-       e.effective_ratio_events
+       e.effective_ratio_events,
+       coalesce(g.value, s.effective_ratio) AS effective_ratio_generated
 FROM steps s
 LEFT JOIN (
     SELECT run_id, step,
            avg(CASE WHEN correct > 0 AND correct < rollouts THEN 1.0 ELSE 0.0 END)
                AS effective_ratio_events
     FROM events GROUP BY run_id, step
-) e USING (run_id, step);
+) e USING (run_id, step)
+LEFT JOIN (
+    SELECT run_id, step, value FROM metrics WHERE name = 'dapo/generated_effective_ratio'
+) g USING (run_id, step);
 
 CREATE OR REPLACE {temp} VIEW sample_history AS
 WITH anchors AS (

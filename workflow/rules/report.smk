@@ -67,3 +67,26 @@ use rule report as report_finished with:
         figures=directory(f"{REPORTS}/finished/figures"),
     log:
         f"logs/{NAME}/report_finished.log",
+
+
+# The study's per-run table for the repository (`vade.report.export`): one row per finished run
+# and validation step, the input of every number of its results section (docs/results.md blocks,
+# `vade results check`). Over the runs finished so far, like report_finished:
+# `snakemake --nolock docs/data/<name>/runs.csv`, then commit the file.
+rule results_table:
+    input:
+        unpack(finished_report_inputs),
+    output:
+        f"docs/data/{NAME}/runs.csv",
+    params:
+        cfg=as_json({"name": NAME, "report": config["report"]}),
+        histories=lambda wc, input: [str(Path(p).with_name("history.duckdb")) for p in input.runs],
+    log:
+        f"logs/{NAME}/results_table.log",
+    resources:
+        **resources_of("report"),
+    conda:
+        "../../envs/report.yaml"
+    shell:
+        "python -m vade results export --config-json {params.cfg:q} --runs {params.histories}"
+        " --difficulty {input.difficulty} --out {output} > {log} 2>&1"

@@ -10,7 +10,7 @@ option ``mopps-prior`` have names of their own. numpy only.
 
 from vade.sampling.peers.base import PeerSampler
 from vade.sampling.peers.greso import GresoSampler, GresoSkipSampler
-from vade.sampling.peers.mmr1 import MMR1Sampler
+from vade.sampling.peers.mmr1 import MMR1Sampler, MMR1StaleSampler
 from vade.sampling.peers.mopps import MoPPSPriorSampler, MoPPSSampler
 from vade.sampling.peers.sec import (
     SECPassRateSampler,
@@ -23,7 +23,7 @@ from vade.sampling.peers.sec import (
 # name -> class, for callers that build peers by name (the simulator; ``make_sampler`` for the
 # method table's ``peer`` rows, which carry the same names).
 PEERS = {"mopps": MoPPSSampler, "mopps-prior": MoPPSPriorSampler, "greso": GresoSampler,
-         "greso-skip": GresoSkipSampler, "mmr1": MMR1Sampler, "sec": SECSampler,
+         "greso-skip": GresoSkipSampler, "mmr1": MMR1Sampler, "mmr1-stale": MMR1StaleSampler, "sec": SECSampler,
          "sec-passrate": SECPassRateSampler}
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "GresoSampler",
     "GresoSkipSampler",
     "MMR1Sampler",
+    "MMR1StaleSampler",
     "MoPPSPriorSampler",
     "MoPPSSampler",
     "PeerSampler",

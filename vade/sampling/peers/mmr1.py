@@ -11,7 +11,7 @@ from vade.sampling.observation import Observation, validate_observation
 from vade.sampling.peers.base import PeerSampler, initial_pass_rate
 from vade.sampling.topk import top_k_random_ties
 
-__all__ = ["MMR1Sampler"]
+__all__ = ["MMR1Sampler", "MMR1StaleSampler"]
 
 
 class MMR1Sampler(PeerSampler):
@@ -79,10 +79,10 @@ class MMR1Sampler(PeerSampler):
     def for_run(cls, n_samples: int, batch_size: int, *, seed: int,
                 alpha: np.ndarray | None = None, beta: np.ndarray | None = None,
                 **_: object) -> MMR1Sampler:
-        """In training the variance score comes from past rollouts: the initial difficulty
-        rollouts are the first scoring, then each sample's latest training group; the trainers
-        generate no re-scoring rollouts (``rescore_request`` is never served), so the report
-        adds what the published method needs (``vade.report.cost``) to its cost."""
+        """In training the initial difficulty rollouts are the first scoring (published MMR1
+        scores the whole set before step 1); the local trainer serves ``rescore_request``
+        (fresh rollouts of the whole pool every 4 steps) and counts them in the step's
+        rollouts, so the cost axis charges what was done."""
         return cls(n_samples, batch_size, seed=seed,
                    initial_p=initial_pass_rate(alpha, beta, n_samples, "mmr1"))
 
@@ -140,3 +140,17 @@ class MMR1Sampler(PeerSampler):
         p, gain = self._last_for(idx)
         return Observation(step=self.step, indices=idx, correct=r, rollouts=g, p_drawn=p,
                            gain=gain)
+
+
+class MMR1StaleSampler(MMR1Sampler):
+    """``mmr1-stale``, not MMR1: the same p(1-p) half-weighted draw, but never re-scored; each
+    estimate is the initial rollouts' r / G, then the sample's latest *training* group, however
+    old. It generates nothing beyond training, so it is charged nothing beyond training (and
+    the initial rollouts). The fair race of 2026-11-27 ran this rule under the name ``mmr1``
+    while charging it the published re-scoring (docs/results.md)."""
+
+    kind = "mmr1-stale"
+
+    @property
+    def rescore_due(self) -> bool:
+        return False

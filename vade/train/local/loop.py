@@ -31,6 +31,7 @@ import numpy as np
 from tqdm import tqdm
 
 from vade.data.records import read_examples
+from vade.data.synthetic.levels import sec_labels
 from vade.job.timelimit import TimeGuard, TimeLimitReached
 from vade.provenance import code_version
 from vade.sampling import make_sampler
@@ -50,6 +51,8 @@ from vade.train.run_folder import RunLock
 __all__ = ["train_local"]
 
 _VAL_STREAM = 1_000_003  # seed-stream id of validation generations (apart from steps)
+_RESCORE_STREAM = 2_000_000  # MMR1's re-scoring generations: apart from DAPO's refill attempts
+_RESCORE_CHUNK = 64  # prompts per re-scoring generation (x 8 rollouts: 4 training steps' worth)
 
 
 def _write_json(path: Path, value: dict[str, Any]) -> None:
@@ -120,8 +123,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
                            lambda1=cfg.sampler.lambda1, lambda2=cfg.sampler.lambda2,
                            alpha=alpha if vade_prior else None,
                            beta=beta if vade_prior else None,
-                           labels=[e.extra_info.get("difficulty") for e in examples]
-                           if cfg.spec.reads_labels else None)
+                           labels=sec_labels(examples) if cfg.spec.reads_labels else None)
     shaper = None
     if cfg.is_diva:
         shaper = DivaShaper.from_difficulty(examples, alpha, beta, cfg.seed, cfg.diva)
@@ -276,6 +278,25 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
 
     t0 = time.perf_counter()
     metrics: dict[str, float] = {}
+    # MMR1 as published (LengSicong/MMR1 examples/mmr1.yaml: curriculum_update_freq 4,
+    # curriculum_rollout_n 8; ray_trainer re-scores the whole training set): when the sampler
+    # asks, G' fresh rollouts of every prompt before the draw, counted in this step's rollouts
+    # (the cost axis charges what was done). mmr1-stale never asks.
+    rescored = 0
+    request = sampler.rescore_request() if hasattr(sampler, "rescore_request") else None
+    if request is not None:
+        pool, n = request
+        hits = np.empty(pool.size)
+        for lo in range(0, pool.size, _RESCORE_CHUNK):  # bounded memory: a chunk at a time
+            part = pool[lo:lo + _RESCORE_CHUNK]
+            hits[lo:lo + part.size], _ = generate_groups(
+                policy.engine, examples, part, n, temperature=cfg.temperature,
+                max_new_tokens=cfg.max_new_tokens,
+                seed=derive_seed(cfg.seed, step, _RESCORE_STREAM + lo // _RESCORE_CHUNK),
+                phases=phases)
+        sampler.observe_rescore(pool, hits, n)
+        rescored = int(pool.size * n)
+        metrics["mmr1/rescore_rollouts"] = float(rescored)
     advantages = None  # None: GRPO's group advantage
     filtered = None  # DAPO's filter ran (GRESO learns from the groups it drops)
     if cfg.spec.filters:
@@ -324,6 +345,7 @@ def _train_step(cfg: TrainConfig, policy: Any, sampler: Any, examples: list[Any]
         correct, piece = generate(ids, 0)
         batch = StepBatch([(piece, np.arange(ids.size))])
         obs_ids, obs_r, generated = ids, correct, ids.size * g
+    generated += rescored
     t_gen = time.perf_counter() - t0
 
     t1 = time.perf_counter()

@@ -43,9 +43,12 @@ ENTRY_PPO = "vade.train.verl.ppo_entry"
 ENTRY_DAPO = "vade.train.verl.dapo_entry"
 # every method has a verl path (DIVA's through vade.train.verl.diva_overrides) except a peer
 # under DAPO's filter (GRESO): verl-recipe's DAPO trainer draws from its own dataloader, so
-# GRESO's skip rule would silently not run; it runs on the local backend
+# GRESO's skip rule would silently not run; it runs on the local backend. Nor published MMR1:
+# verl's curriculum sampler cannot generate its re-scoring rollouts, so it would silently be
+# mmr1-stale (which verl runs, under its own name)
 METHODS_VERL = tuple(m for m in methods.NAMES
-                     if not (methods.get(m).filters and methods.get(m).chooser == "peer"))
+                     if not (methods.get(m).filters and methods.get(m).chooser == "peer")
+                     and m != "mmr1")
 SAMPLER_CLASS_PATH = "pkg://vade.train.verl.sampler"
 SAMPLER_CLASS_NAME = "VadeCurriculumSampler"
 _PLAIN = re.compile(r"^[A-Za-z0-9_./:\-+@~]*$")

@@ -1,0 +1,234 @@
+"""A study's per-run table (``vade.report.export``), the pre-registered section computed from it
+(``vade.report.numbers``) and the check that a results page's generated blocks agree with their
+tables (``vade.report.docsync``, ``vade results``). Numbers worked out by hand in the comments.
+
+Real: the table writer and reader, the section, the block check and the CLI, on tables and pages
+the test writes under tmp_path; the report's ``Inputs`` are built by hand instead of read from
+DuckDB (collection is tested in test_report.py). Nothing is a stand-in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vade.cli import main
+from vade.report import docsync
+from vade.report.collect import Curve, Inputs, RunInfo, parse_run_id
+from vade.report.export import COLUMNS, read_table, read_tables, table_rows, write_table
+from vade.report.numbers import holm, section
+from vade.report.regime import trajectory
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS = np.arange(0, 91, 15)  # validations every 15 steps, 128 rollouts a step
+CURVES = {  # method, seed -> validation at steps 0, 15, ..., 90
+    ("dapo", 0): [0.5, 0.6, 0.7, 0.7, 0.7, 0.7, 0.7],       # flat: the plateau rule holds
+    ("dapo", 1): [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8],    # still rising: the rule fails
+    ("vade", 0): [0.5, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7],
+    ("vade", 1): [0.5, 0.7, 0.75, 0.8, 0.8, 0.8, 0.8],
+    ("vanilla", 0): [0.5, 0.55, 0.6, 0.62, 0.64, 0.65, 0.66],
+    ("vanilla", 1): [0.5, 0.55, 0.6, 0.62, 0.64, 0.65, 0.66],
+}
+
+
+def _table(tmp_path: Path, study: str = "t", only: str | None = None) -> Path:
+    rows = [{"study": study, "run_id": f"t-grpo-{m}-s{s}", "method": m, "seed": s,
+             "step": int(step), "val": v, "rollouts": float(step * 128),
+             "rollouts_generated": float(step * 128),
+             "eff_trained": 1.0 if m == "dapo" and step else (0.8 if step else float("nan")),
+             "eff_generated": 0.5 if step else float("nan")}
+            for (m, s), vals in CURVES.items() for step, v in zip(STEPS, vals)
+            if only in (None, m)]
+    return write_table(tmp_path / "docs" / "data" / study / "runs.csv", rows)
+
+
+def test_export_writes_running_means_and_the_cost_axis(tmp_path):
+    # one VADE run: validation at steps 0, 2, 4 (rollouts 0, 256, 512 generated); trained ratio
+    # 1.0, 0.5, 0.5, 0.0 at steps 1-4, generated ratio 0.5 at every step; initial difficulty
+    # rollouts 3,840 (VADE reads them, so its cost axis starts there)
+    s = np.array([1, 2, 3, 4])
+    run = RunInfo(parse_run_id("t-grpo-vade-s3"), "complete", curves={
+        "val/acc": Curve(np.array([0, 2, 4]), np.array([0.5, 0.6, 0.65]),
+                         np.array([0.0, 256.0, 512.0]), "duckdb"),
+        "effective_ratio": Curve(s, np.array([1.0, 0.5, 0.5, 0.0]), s * 128.0, "duckdb"),
+        "effective_ratio_generated": Curve(s, np.full(4, 0.5), s * 128.0, "duckdb")})
+    inputs = Inputs(runs={run.key.run_id: run}, evals={}, benchmarks=[], catalog=None,
+                    initial_accuracy={}, sample_labels={}, notes=[],
+                    initial_rollouts={"*": 3840})
+    path = write_table(tmp_path / "runs.csv", table_rows(inputs, "t", "val/acc"))
+    lines = path.read_text().splitlines()
+    assert lines[0] == ",".join(COLUMNS)
+    # step 2: trained mean (1.0 + 0.5) / 2 = 0.75; step 4: (1 + 0.5 + 0.5 + 0) / 4 = 0.5
+    assert lines[1:] == ["t,t-grpo-vade-s3,vade,3,0,0.500000,3840,0,,",
+                         "t,t-grpo-vade-s3,vade,3,2,0.600000,4096,256,0.750000,0.500000",
+                         "t,t-grpo-vade-s3,vade,3,4,0.650000,4352,512,0.500000,0.500000"]
+    back = read_table(path)["t-grpo-vade-s3"]
+    assert back.step.tolist() == [0, 2, 4] and back.rollouts.tolist() == [3840, 4096, 4352]
+
+
+def test_a_bad_table_is_one_line_naming_file_and_line(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text("study,run_id,method,seed,step,val\n")
+    with pytest.raises(ValueError, match="runs.csv: missing column"):
+        read_table(p)
+    p.write_text(",".join(COLUMNS) + "\nt,t-grpo-vade-s0,vade,0,0,high,0,0,,\n")
+    with pytest.raises(ValueError, match="line 2, column val: 'high'"):
+        read_table(p)
+
+
+def test_section_from_a_hand_made_table(tmp_path):
+    text = section(read_table(_table(tmp_path)), grid_step=1920)
+    # VADE - vanilla at step 90: 0.70 - 0.66, 0.80 - 0.66 -> 0.04, 0.14: mean 0.09, sd 0.070711,
+    # half 12.7062 * 0.070711 / sqrt 2 = 0.6353
+    assert "| vade | 2 | 90 | 11,520 | 0.750 [0.115, 1.385] | 0.090 [-0.545, 0.725] |" in text
+    # equal rollouts: every run here spends 128 a step, so the same pairs as at equal steps
+    assert "| 0.090 [-0.545, 0.725] | 0.090 [-0.545, 0.725] | 0.800 [0.800, 0.800] |" in text
+    # generated ratio beside the trained one: DAPO trains on 1.0, generated 0.5
+    assert "| dapo | 2 | 90 | 11,520 | 0.750 [0.115, 1.385] | " in text
+    assert "| 1.000 [1.000, 1.000] | 0.500 [0.500, 0.500] |" in text
+    # AUC to step 90 (trapezoid / 90): VADE s0 4.1/6 = 0.68333, s1 4.5/6 = 0.75, vanilla
+    # 3.64/6 = 0.60667 -> differences 0.07667, 0.14333: mean 0.110
+    assert "| 0.110 [" in text
+    # DAPO seed 0 flat (se 0, holds), seed 1 rising (0.675 vs 0.775, se 0.0354: fails)
+    assert "holds in 1/2 seeds" in text and "seed 1: the rule fails" in text
+    # targets: s0 0.995 * 0.7 = 0.6965 (A and B), s1 0.995 * 0.775 = 0.771125 (B only).
+    # Smoothed on the 1,920 grid (trailing mean of 3): DAPO s0 first >= 0.6965 at 7,680
+    # ((0.7+0.7+0.7)/3), s1 never (its last 11,520 counts); VADE s0 at 5,760 ((0.7 x 3)/3),
+    # s1 at 7,680 ((0.75+0.8+0.8)/3 = 0.7833). Ratios 0.75 and 0.6667: geometric 0.7071
+    row = next(line for line in text.splitlines() if line.startswith("| vade | 1/1"))
+    assert "0.75 (1 seed)" in row                                      # handling A
+    assert "0.71 [" in row and "(geometric, 2 seeds: 0.75, 0.67)" in row  # handling B
+    # the primary family, Holm over 2 tests: log ratios p = 0.1072 (t = -5.883, df 1),
+    # VADE - vanilla p = 0.3228 (t = 1.8, df 1); Holm: 2 x 0.1072 = 0.214, then max(0.214,
+    # 0.3228) = 0.323
+    assert "| VADE / DAPO, rollouts to target (B), log ratio | 2 | 0.71 [" in text
+    assert "| 0.107 | 0.214 |" in text
+    assert "| VADE - vanilla, validation at equal rollouts | 2 | 0.090 [-0.545, 0.725] | 0.323 | " \
+           "0.323 |" in text
+
+
+def test_holm_by_hand():
+    # p = 0.01, 0.04, 0.03 over m = 3: sorted 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, 0.04 x 1 = 0.04
+    # -> monotone 0.03, 0.06, 0.06
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+
+
+def test_docs_blocks_agree_with_their_tables_and_a_typed_number_is_caught(tmp_path, capsys):
+    _table(tmp_path)
+    doc = tmp_path / "results.md"
+    doc.write_text("# R\n\n<!-- numbers: docs/data/t/runs.csv grid_step=1920 -->\n"
+                   "typed by hand\n<!-- /numbers -->\n\nprose\n")
+    assert len(docsync.check(doc, tmp_path)) == 1          # the typed text is not the table's
+    assert main(["results", "write", str(doc), "--root", str(tmp_path)]) == 0
+    assert docsync.check(doc, tmp_path) == [] and doc.read_text().endswith("\n\nprose\n")
+    assert main(["results", "check", str(doc), "--root", str(tmp_path)]) == 0
+    doc.write_text(doc.read_text().replace("0.090 [-0.545", "0.095 [-0.545"))  # a hand edit
+    assert main(["results", "check", str(doc), "--root", str(tmp_path)]) == 1
+    assert "the block of docs/data/t/runs.csv differs" in capsys.readouterr().out
+
+
+def test_the_committed_results_page_agrees_with_the_committed_tables():
+    """docs/results.md's generated blocks against docs/data/*/runs.csv (none yet before the
+    rerun: then this checks that every block names a table that exists)."""
+    assert docsync.check(ROOT / "docs" / "results.md", ROOT) == []
+
+
+def test_a_control_study_is_read_beside_the_main_one(tmp_path):
+    """A control (vanilla at another batch size, another learning rate) is its own study with
+    the same run ids: read beside the main table it is labelled method@study and compared with
+    the main vanilla by seed. Here the control's vanilla equals the main VADE curves, so its
+    Δ vs vanilla is VADE's (0.090) and k = 2 in both seeds, as for VADE."""
+    main_table = _table(tmp_path)
+    rows = [r for r in _table(tmp_path / "c", study="b24", only="vade").read_text()
+            .splitlines()[1:]]
+    control = tmp_path / "docs" / "data" / "b24" / "runs.csv"
+    control.parent.mkdir(parents=True, exist_ok=True)
+    control.write_text(",".join(COLUMNS) + "\n" + "\n".join(
+        r.replace("-vade-", "-vanilla-").replace(",vade,", ",vanilla,") for r in rows) + "\n")
+    text = section(read_tables([main_table, control]), grid_step=1920)
+    assert "| vanilla@b24 | 2 | 90 | 11,520 | 0.750 [0.115, 1.385] | 0.090 [-0.545, 0.725] |" \
+        in text
+    assert text.index("| vanilla |") < text.index("| vanilla@b24 |") < text.index("| dapo |")
+    row = next(line for line in text.splitlines() if line.startswith("| vanilla@b24 | 2"))
+    assert row.endswith("| 2.00 [2.00, 2.00] (geometric, 2 seeds: 2.00, 2.00) |")
+
+
+def test_regime_rule_by_hand():
+    """Steps 1-9, ratios 0.8 x 3, 0.5 x 3, 0.15 x 3: thirds 0.8 -> 0.5 -> 0.15, in the regime
+    (last third in [0.10, 0.20], below the first). Flat at 0.15: not (it does not fall).
+    Falling to 0.3: not (above 0.20)."""
+    steps = np.arange(1, 10)
+
+    def curve(values):
+        return Curve(steps, np.asarray(values, float), steps * 128.0, "duckdb")
+
+    t = trajectory(curve([0.8] * 3 + [0.5] * 3 + [0.15] * 3))
+    assert t.parts == pytest.approx((0.8, 0.5, 0.15)) and t.in_regime
+    assert not trajectory(curve([0.15] * 9)).in_regime
+    assert not trajectory(curve([0.8] * 3 + [0.5] * 3 + [0.3] * 3)).in_regime
+    with pytest.raises(ValueError, match="cannot be split"):
+        trajectory(Curve(steps[:2], np.ones(2), steps[:2] * 1.0, "duckdb"))
+
+
+def test_sec_levels_come_from_each_items_construction():
+    """count: the number of dots (the answer); chart and balance: 1 + floor(5 d), d = 1 in
+    level 5; a real dataset's integer level passes through unchanged."""
+    from types import SimpleNamespace
+
+    from vade.data.synthetic.levels import construction_level, sec_labels
+
+    assert construction_level("synthetic/count", "4", 0.9) == 4
+    assert [construction_level("synthetic/chart", "B", d) for d in (0.0, 0.19, 0.2, 0.99, 1.0)] \
+        == [1, 1, 2, 5, 5]
+    assert construction_level("synthetic/balance", "A", 0.45) == 3
+    assert construction_level("paper/geo3k", "12", 3) is None
+    rows = [SimpleNamespace(task="synthetic/count", ground_truth="2", extra_info={"difficulty": 0.7}),
+            SimpleNamespace(task="math/MATH", ground_truth="x", extra_info={"difficulty": 4})]
+    assert sec_labels(rows) == [2, 4]
+
+
+def test_spearman_of_level_and_pass_rate_by_hand():
+    """Levels 1, 2, 3, 4 against pass rates 0.9, 0.7, 0.8, 0.1: ranks (1, 2, 3, 4) and
+    (4, 2, 3, 1), d = 3, 0, 0, 3 -> rho = 1 - 6 x 18 / (4 x 15) = -0.8. Per domain: a gets
+    levels 1, 2 with 0.9, 0.7 (rho -1); b a constant level (NaN: no information)."""
+    from vade.report.levels import level_correlations
+
+    got = level_correlations([1, 2, 3, 4], [0.9, 0.7, 0.8, 0.1], ["a", "a", "b", "b"])
+    assert got["all"] == (pytest.approx(-0.8), 4)
+    assert got["a"] == (pytest.approx(-1.0), 2) and got["b"][1] == 2
+    got = level_correlations([1, 2, 3, 3], [0.9, 0.7, 0.8, 0.1], ["a", "a", "b", "b"])
+    assert np.isnan(got["b"][0])  # level 3 for both b items: constant
+
+
+def test_export_command_reads_real_histories(tmp_path):
+    """`vade results export` on a DuckDB history written by RunStore (real: the store, the
+    collection, the CLI): vanilla, 4 steps of 2 prompts x 8 rollouts, validation at steps 0, 2,
+    4; step ratios 0.5, 1.0, 0.0, 0.5 -> running means at step 2: 0.75, at step 4: 0.5."""
+    from vade.sampling.observation import Observation
+    from vade.store import RunStore
+
+    run = tmp_path / "runs" / "t-grpo-vanilla-s0"
+    run.mkdir(parents=True)
+    correct = {1: [3, 8], 2: [1, 7], 3: [0, 8], 4: [8, 4]}
+    with RunStore(run / "history.duckdb", "t-grpo-vanilla-s0") as store:
+        store.start_run(method="vanilla", sampler_config={"kind": "vanilla", "n_samples": 4,
+                                                          "batch_size": 2},
+                        config={}, code_version="test")
+        store.log_initial_state(None, None, n_samples=4)
+        store.log_metrics(0, {"val/acc": 0.5})
+        for step, r in correct.items():
+            obs = Observation(step=step, indices=np.array([0, 1]), correct=np.array(r, float),
+                              rollouts=np.full(2, 8.0), p_drawn=np.full(2, np.nan),
+                              gain=np.full(2, np.nan))
+            store.log_step(obs, metrics={"val/acc": 0.5 + 0.05 * step} if step % 2 == 0
+                           else {})
+    (run / "done.json").write_text("{}")
+    out = tmp_path / "runs.csv"
+    assert main(["results", "export", "--runs", str(tmp_path / "runs"), "--study", "t",
+                 "--out", str(out)]) == 0
+    assert out.read_text().splitlines()[1:] == [
+        "t,t-grpo-vanilla-s0,vanilla,0,0,0.500000,0,0,,",
+        "t,t-grpo-vanilla-s0,vanilla,0,2,0.600000,32,32,0.750000,0.750000",
+        "t,t-grpo-vanilla-s0,vanilla,0,4,0.700000,64,64,0.500000,0.500000"]

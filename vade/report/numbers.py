@@ -1,0 +1,260 @@
+"""The race's pre-registered section, computed from a study's per-run table alone.
+
+Every number of a results section comes from here, reading ``docs/data/<study>/runs.csv``
+(``vade.report.export``): the report computes it from the table it just wrote, and
+``vade results check`` recomputes the blocks of docs/results.md from the committed tables, so
+the two cannot diverge. What is computed, and why, is fixed in docs/results.md ("Pre-registration,
+2026-11-28") before the rerun; in short:
+
+* per method: final validation, the validation difference to vanilla paired by seed at the last
+  step both validated, the mean effective ratio of the trained and of the generated groups, the
+  area under the validation curve (mean score from step 0 to the last step both validated,
+  paired with vanilla) and the step-equivalence factor k against vanilla (method(t) ~
+  vanilla(k t)), k summarised geometrically;
+* DAPO's plateau per seed (``vade.report.peers.plateau_by``), and two handlings of the seeds where
+  the rule fails, both reported: (A) only the seeds where it holds set a target; (B) every seed
+  sets one, 99.5% of the mean of the last third of its curve, a lower bound on its plateau;
+* rollouts to the target on the smoothed, common-cadence curve (``vade.report.estimators``),
+  per method over DAPO's, as geometric means with the per-seed ratios; a run that never reaches
+  it counts its last rollouts (a lower bound on its ratio, against that method) and is counted;
+* the primary family: VADE / DAPO rollouts to target (handling B), VADE - vanilla and VADE -
+  each published peer at equal rollouts; two-sided paired t-tests, Holm's correction over the
+  family (scipy), the family's size printed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from vade import methods
+from vade.report.estimators import (
+    area_under_curve,
+    geometric_interval,
+    reach_smoothed,
+    step_equivalence,
+)
+from vade.report.export import RunRows
+from vade.report.peers import at_cost, plateau_by
+from vade.report.stats import Interval, mean_interval
+
+__all__ = ["PRIMARY_PEERS", "by_method", "holm", "section"]
+
+PRIMARY_PEERS = ("mopps", "greso", "mmr1", "sec")  # the published peers of the primary family
+
+
+def by_method(table: Mapping[str, RunRows]) -> dict[str, dict[int, RunRows]]:
+    """label -> seed -> rows, in the method table's order (a control ``method@study`` after
+    its method)."""
+    out: dict[str, dict[int, RunRows]] = {}
+    for name in methods.NAMES:
+        for label in sorted({r.label for r in table.values() if r.method == name},
+                            key=lambda x: (x != name, x)):
+            out[label] = dict(sorted((r.seed, r) for r in table.values() if r.label == label))
+    return out
+
+
+def _at_or_before(rows: RunRows, step: float) -> float | None:
+    ok = np.flatnonzero((rows.step <= step) & np.isfinite(rows.val))
+    return float(rows.val[ok[-1]]) if ok.size else None
+
+
+def _last(a: np.ndarray) -> float:
+    ok = a[np.isfinite(a)]
+    return float(ok[-1]) if ok.size else math.nan
+
+
+def _paired(a: Mapping[int, RunRows], b: Mapping[int, RunRows], fn) -> dict[int, float]:
+    """fn(a_rows, b_rows) per seed both have, finite results only."""
+    out = {}
+    for s in sorted(set(a) & set(b)):
+        v = fn(a[s], b[s])
+        if v is not None and math.isfinite(v):
+            out[s] = float(v)
+    return out
+
+
+def _common_step(x: RunRows, y: RunRows) -> float:
+    return float(min(x.step.max(), y.step.max()))
+
+
+def _delta_steps(x: RunRows, y: RunRows) -> float | None:
+    t = _common_step(x, y)
+    a, b = _at_or_before(x, t), _at_or_before(y, t)
+    return None if a is None or b is None else a - b
+
+
+def _delta_rollouts(x: RunRows, y: RunRows) -> float | None:
+    budget = min(np.nanmax(x.rollouts), np.nanmax(y.rollouts))
+    a, b = at_cost(x.val, x.rollouts, budget), at_cost(y.val, y.rollouts, budget)
+    return None if a is None or b is None else a - b
+
+
+def _delta_auc(x: RunRows, y: RunRows) -> float | None:
+    t = _common_step(x, y)
+    a, b = area_under_curve(x.step, x.val, t), area_under_curve(y.step, y.val, t)
+    return None if a is None or b is None else a - b
+
+
+def _k(x: RunRows, y: RunRows) -> float | None:
+    return step_equivalence(x.step, x.val, y.step, y.val)
+
+
+def _fmt(iv: Interval, d: int) -> str:
+    return iv.text(d) + (" *" if iv.excludes_zero() else "")
+
+
+def _md(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (same order as given)."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    out, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+def _t_p(values: Sequence[float]) -> float:
+    """Two-sided one-sample t-test p of mean 0 (NaN with fewer than 2 values)."""
+    x = np.asarray(values, float)
+    if x.size < 2:
+        return math.nan
+    if np.all(x == x[0]):
+        return 0.0 if x[0] != 0 else 1.0
+    from scipy import stats  # lazy: scipy (about 0.5 s), only when a family is tested
+
+    return float(stats.ttest_1samp(x, 0.0).pvalue)
+
+
+def _method_table(ms: Mapping[str, Mapping[int, RunRows]], d: int) -> str:
+    van = ms.get("vanilla", {})
+    rows = []
+    for name, runs in ms.items():
+        ends = [float(np.nanmax(r.rollouts)) for r in runs.values()]
+        steps = sorted({int(r.step.max()) for r in runs.values()})
+        vs = name != "vanilla" and van
+        rows.append([
+            name, str(len(runs)),
+            str(steps[0]) if len(steps) == 1 else f"{steps[0]}-{steps[-1]}",
+            f"{min(ends):,.0f}" + (f"-{max(ends):,.0f}" if max(ends) > min(ends) else ""),
+            mean_interval([_last(r.val) for r in runs.values()]).text(d + 1),
+            _fmt(mean_interval(list(_paired(runs, van, _delta_steps).values())), d + 1)
+            if vs else "-",
+            _fmt(mean_interval(list(_paired(runs, van, _delta_rollouts).values())), d + 1)
+            if vs else "-",
+            mean_interval([_last(r.eff_trained) for r in runs.values()]).text(d + 1),
+            mean_interval([_last(r.eff_generated) for r in runs.values()]).text(d + 1),
+            _fmt(mean_interval(list(_paired(runs, van, _delta_auc).values())), d + 1)
+            if vs else "-",
+            geometric_interval(_paired(runs, van, _k)).text(d) if vs else "-"])
+    return _md(["method", "seeds", "steps", "rollouts (cost axis)", "final validation",
+                "Δ vs vanilla, equal steps", "Δ vs vanilla, equal rollouts",
+                "effective ratio, trained",
+                "effective ratio, generated", "AUC Δ vs vanilla", "k vs vanilla"], rows)
+
+
+def _targets(dapo: Mapping[int, RunRows], fraction: float, checks: Sequence[int],
+             d: int) -> tuple[list[str], dict[int, float], dict[int, float]]:
+    """Lines per seed, targets of handling A (rule holds) and B (every seed)."""
+    lines: list[str] = []
+    held: dict[int, float] = {}
+    every: dict[int, float] = {}
+    for seed, rows in dapo.items():
+        pl, at = plateau_by(rows.curve(), checks)
+        if pl is None:
+            lines.append(f"- seed {seed}: too few validation points for a plateau")
+            continue
+        every[seed] = fraction * pl.level
+        if pl.reached:
+            held[seed] = fraction * pl.level
+        state = "holds" if pl.reached else "fails"
+        lines.append(f"- seed {seed}: the rule {state} at step {at:.0f}: last third "
+                     f"{pl.level:.{d + 2}f}, second {pl.second:.{d + 2}f}, standard error "
+                     f"{pl.se:.{d + 2}f}")
+    return lines, held, every
+
+
+def _reach(rows: RunRows, target: float, grid: float) -> tuple[float, bool]:
+    """Rollouts to ``target`` (smoothed, on the grid) and whether reached; never: the run's
+    last rollouts (a lower bound)."""
+    got = reach_smoothed(rows.rollouts, rows.val, target, grid)
+    return (float(np.nanmax(rows.rollouts)), False) if got is None else (got, True)
+
+
+def _ratios(runs: Mapping[int, RunRows], ref: Mapping[int, RunRows],
+            targets: Mapping[int, float], grid: float) -> tuple[dict[int, float], int, int]:
+    """Per seed (with a target): rollouts to it, this method over ``ref``; seeds where this
+    method reached it; seeds where ``ref`` did."""
+    out, hit, ref_hit = {}, 0, 0
+    for s in sorted(set(runs) & set(ref) & set(targets)):
+        mine, ok = _reach(runs[s], targets[s], grid)
+        theirs, ref_ok = _reach(ref[s], targets[s], grid)
+        hit, ref_hit = hit + ok, ref_hit + ref_ok
+        if theirs > 0:
+            out[s] = mine / theirs
+    return out, hit, ref_hit
+
+
+def section(table: Mapping[str, RunRows], *, fraction: float = 0.995, grid_step: float = 3840.0,
+            plateau_checks: Sequence[int] = (), decimals: int = 2) -> str:
+    """Markdown: the per-method table, DAPO's plateau, rollouts to target under both handlings
+    and the primary family with Holm's correction."""
+    ms = by_method(table)
+    d = decimals
+    if not ms:
+        return "No run in the table.\n"
+    out = [_method_table(ms, d), ""]
+    dapo, vade = ms.get("dapo", {}), ms.get("vade", {})
+    family: list[tuple[str, list[float], str]] = []
+    if dapo:
+        lines, held, every = _targets(dapo, fraction, plateau_checks, d)
+        out += [f"DAPO's plateau rule holds in {len(held)}/{len(dapo)} seeds:", "", *lines, ""]
+        rows = []
+        for name, runs in ms.items():
+            if name == "dapo":
+                continue
+            cells = [name]
+            for targets in (held, every):
+                r, hit, ref_hit = _ratios(runs, dapo, targets, grid_step)
+                cells += [f"{hit}/{len(r)} (DAPO {ref_hit}/{len(r)})",
+                          geometric_interval(r).text(d)]
+            rows.append(cells)
+        head = f"A: rollouts to {fraction * 100:g}% of DAPO's plateau, method / DAPO"
+        out += [_md(["method", "A: reached", head, "B: reached", "B: method / DAPO"], rows), ""]
+        if vade:
+            r, _, _ = _ratios(vade, dapo, every, grid_step)
+            family.append(("VADE / DAPO, rollouts to target (B), log ratio",
+                           [math.log(v) for v in r.values()],
+                           geometric_interval(r).text(d)))
+    for peer in ("vanilla", *PRIMARY_PEERS):
+        if vade and peer in ms:
+            diffs = _paired(vade, ms[peer], _delta_rollouts)
+            family.append((f"VADE - {peer}, validation at equal rollouts",
+                           list(diffs.values()), _fmt(mean_interval(list(diffs.values())), d + 1)))
+    if family:
+        ps = [_t_p(v) for _, v, _ in family]
+        finite = [i for i, p in enumerate(ps) if math.isfinite(p)]
+        adj = dict(zip(finite, holm([ps[i] for i in finite])))
+        rows = [[name, str(len(v)), text, "-" if not math.isfinite(ps[i]) else f"{ps[i]:.3f}",
+                 "-" if i not in adj else f"{adj[i]:.3f}"]
+                for i, (name, v, text) in enumerate(family)]
+        intro = (f"Primary family ({len(finite)} tests with 2+ seeds; Holm's correction over "
+                 "them, two-sided paired t):")
+        out += [intro, "",
+                _md(["comparison", "seeds", "estimate", "p", "p (Holm)"], rows), ""]
+    out.append(f"Rollouts to target: the validation curve on a common grid of {grid_step:,.0f} "
+               "rollouts (linear interpolation), a trailing mean of 3 grid points, the first at "
+               f"or above {fraction * 100:g}% of the seed's DAPO plateau; never reached: the "
+               "run's last rollouts count. A: seeds where DAPO's plateau rule holds; B: every "
+               "seed, target from the last third's mean. Ratios: geometric mean [log-scale "
+               "95% t-interval] (per-seed ratios). Differences: mean [95% t-interval], paired by "
+               "seed; * = excludes 0.")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,60 @@
+"""Is a testbed in the paper's regime? Vanilla's effective ratio over training, and the rule
+fixed before any other method runs there (docs/results.md, "Pre-registration, 2026-11-28").
+
+The paper's Figure 1: under uniform sampling the share of a batch whose rollouts are neither all
+right nor all wrong falls as training goes on, to about 10% late in training. The tiny study is
+far from that (vanilla's mean effective ratio 0.636 over 300 steps, 2026-11-27), so "VADE level
+with vanilla" there cannot test the paper's claims. A testbed is in the regime when vanilla's
+mean effective ratio over the last third of its steps lies in [0.10, 0.20] and is below its
+first third's (it *falls* there, rather than starting low).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vade.report.collect import Curve
+
+__all__ = ["REGIME", "Trajectory", "trajectories", "trajectory"]
+
+REGIME = (0.10, 0.20)  # vanilla's last-third mean effective ratio (fixed before calibrating)
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """Mean effective ratio of one run per part of its steps (first part first)."""
+
+    parts: tuple[float, ...]
+
+    @property
+    def in_regime(self) -> bool:
+        last, first = self.parts[-1], self.parts[0]
+        return REGIME[0] <= last <= REGIME[1] and last < first
+
+    def text(self) -> str:
+        got = " -> ".join(f"{p:.3f}" for p in self.parts)
+        verdict = "in" if self.in_regime else "not in"
+        return (f"{got}: {verdict} the regime (last part in [{REGIME[0]:.2f}, {REGIME[1]:.2f}] "
+                "and below the first)")
+
+
+def trajectory(curve: Curve, parts: int = 3) -> Trajectory:
+    """The run's per-step effective ratio averaged over ``parts`` equal runs of steps (steps
+    1..T split at T/parts, 2T/parts, ...; a step belongs to the part whose end it does not
+    pass)."""
+    ok = np.isfinite(curve.value) & (curve.step >= 1)
+    step, value = curve.step[ok].astype(float), curve.value[ok]
+    if step.size < parts:
+        raise ValueError(f"{step.size} steps cannot be split into {parts} parts")
+    last = step.max()
+    which = np.minimum(np.ceil(step * parts / last).astype(int), parts) - 1
+    return Trajectory(tuple(float(value[which == k].mean()) for k in range(parts)))
+
+
+def trajectories(curves: dict[str, Curve], parts: Sequence[int] = (3, 10)) -> list[str]:
+    """One line per run and split: ``run: a -> b -> c: (not) in the regime``."""
+    return [f"{rid} ({n} parts): {trajectory(c, n).text()}" for rid, c in sorted(curves.items())
+            for n in parts]

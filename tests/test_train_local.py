@@ -215,7 +215,7 @@ def test_missing_or_foreign_difficulty_is_named(data, tmp_path):
     cfg = _cfg(tmp_path)
     bad = tmp_path / "initial.parquet"
     pq.write_table(pa.table({"sample_id": np.arange(10, dtype=np.int64),
-                             "correct": np.zeros(10), "rollouts": np.full(10, 8)}), bad)
+                             "correct": np.zeros(10, dtype=np.int64), "rollouts": np.full(10, 8)}), bad)
     with pytest.raises(ValueError, match="no initial difficulty for sample_id 10"):
         train_local(cfg, RunPaths(data, "toy", tmp_path / "r", bad), progress=False,
                     load_policy=ToyPolicy.load)

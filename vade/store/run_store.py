@@ -25,6 +25,15 @@ from vade.store.schema import CREATE_TABLES, view_sql
 __all__ = ["RunStore"]
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of ``path``, None when it is gone."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _metric_values(metrics: Mapping[str, float] | None) -> dict[str, float]:
     values = {k: float(v) for k, v in (metrics or {}).items()}
     bad = [k for k in values if not isinstance(k, str) or not k]
@@ -62,6 +71,7 @@ class RunStore:
         self.run_id = run_id
         self.snapshot_every = int(snapshot_every)
         self.con = connect_for_writing(self.path)
+        self._identity = _identity(self.path)
         try:
             self.con.execute(CREATE_TABLES)
             self.con.execute(view_sql(temporary=False))
@@ -137,7 +147,17 @@ class RunStore:
             "beta": missing if beta is None else np.asarray(beta, np.float64),
         })
 
+    def check_file(self) -> None:
+        """Raise when the history file was deleted or replaced since it was opened: DuckDB
+        keeps writing to the open (deleted) file, so the run would end with no history
+        (issue 49, item 5: ``done.json`` written beside no history file)."""
+        if _identity(self.path) != self._identity:
+            raise ValueError(f"the history {self.path} was deleted or replaced while this run "
+                             "was writing it; the run stops: restore the file and rerun (it "
+                             "resumes), or delete the run folder to train again from step 0")
+
     def _transaction(self, work: Any) -> None:
+        self.check_file()
         self.con.execute("BEGIN TRANSACTION")
         try:
             work()

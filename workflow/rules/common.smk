@@ -88,13 +88,14 @@ def prefetched(stage):
     return {"assets": CACHE_MANIFEST} if any(stage in a[2] for a in HUB_ASSETS) else {}
 
 
-def preflight(stage, log="{log}", extra=""):
+def preflight(stage, log="> {log}", extra=""):
     """The command a GPU job runs before its own: `vade preflight` (its findings in the rule's log,
-    which the stage's command then overwrites); '' when the stage has no GPU, so the CPU demo's
-    jobs run exactly what they ran before."""
+    which the stage's command then overwrites; `log` is the redirection, `>> {log}` where the
+    stage's command empties the log itself once it holds its lock); '' when the stage has no
+    GPU, so the CPU demo's jobs run exactly what they ran before."""
     if not config["resources"].get(stage, {}).get("gpu"):
         return ""
-    return (f"python -m vade preflight --stage {stage} --no-profile {extra} > {log} 2>&1 && ")
+    return (f"python -m vade preflight --stage {stage} --no-profile {extra} {log} 2>&1 && ")
 DATA = f"data/{NAME}"
 RESULTS = f"results/{NAME}"
 REPORTS = f"reports/{NAME}"

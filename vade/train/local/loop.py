@@ -240,6 +240,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
             if last:
                 break
         wall = time.perf_counter() - t_run
+        store.check_file()   # a history deleted after the last step: no done.json without it
         policy.save_final(paths.out / "final")
         eff = [r[0] for r in store.con.execute(
             "SELECT effective_ratio FROM steps WHERE run_id = ? ORDER BY step",

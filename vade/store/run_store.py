@@ -9,6 +9,7 @@ the previous steps untouched.
 
 from __future__ import annotations
 
+import errno
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -157,14 +158,24 @@ class RunStore:
                              "resumes), or delete the run folder to train again from step 0")
 
     def _transaction(self, work: Any) -> None:
+        """``work`` in one transaction. DuckDB's failed write (a full disk) is an ``OSError``
+        naming the history, so the command says it in one line (``vade.cli``); the steps
+        committed before are kept."""
         self.check_file()
-        self.con.execute("BEGIN TRANSACTION")
         try:
-            work()
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
-        self.con.execute("COMMIT")
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                work()
+            except BaseException:
+                try:
+                    self.con.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass   # a failed write can invalidate the connection: nothing to undo
+                raise
+            self.con.execute("COMMIT")
+        except duckdb.IOException as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            raise OSError(errno.EIO, f"DuckDB's write failed ({first})", str(self.path)) from None
 
     def _peer_state(self, step: int, state: Any, ids: np.ndarray | None) -> None:
         """A peer sampler's per-sample state (``sample_state``: name -> array over sample ids)

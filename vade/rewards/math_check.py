@@ -127,13 +127,16 @@ def _parse(text: str, timeout: int | None) -> list[Any]:
                  fallback_mode="no_fallback", parsing_timeout=timeout)
 
 
-def compare(gold: str, pred: str) -> bool:
+def compare(gold: str, pred: str, *, wall_timeout: bool = True) -> bool:
     """math-verify's verdict after both screens, with no time bound of its own: the caller
-    bounds it (``math_equal`` runs it in ``math_worker``'s child process)."""
+    bounds it (``math_equal`` runs it in ``math_worker``'s child process). ``wall_timeout``:
+    math-verify's own ``TIMEOUT_S`` alarm in the main thread; the child turns it off, since
+    it bounds the comparison's CPU time instead (wall time depends on the machine's load)."""
     from math_verify import verify
     from math_verify.errors import TimeoutException
 
-    timeout = TIMEOUT_S if threading.current_thread() is threading.main_thread() else None
+    timeout = (TIMEOUT_S if wall_timeout and threading.current_thread() is threading.main_thread()
+               else None)
     try:
         gold_parsed = _parse(gold, timeout)
         pred_parsed = _parse(pred, timeout)

@@ -39,7 +39,8 @@ except WorkflowError as exc:  # Snakemake's message prints the whole schema and 
     if not hasattr(cause, "absolute_path"):
         raise
     where = ".".join(str(p) for p in cause.absolute_path) or "(top level)"
-    raise WorkflowError(f"config {where}: {cause.message} (schema: "
+    message = cause.message if len(cause.message) <= 300 else cause.message[:300] + "..."
+    raise WorkflowError(f"config {where}: {message} (schema: "
                         "workflow/schemas/config.schema.yaml)") from None
 
 NAME = config["name"]

@@ -147,6 +147,14 @@ MATHVISION_RULE = [
     (r"\boxed{--3/4}", "0.75", [], 1.0),     # no crash; latex2sympy reads --3/4 as 3/4
     (r"\boxed{\operatorname{exit}(1)}", "1", [], 0.0),  # never called
     (r"\boxed{2^{10^{10}}}", "1", [], 0.0),  # too large to compute: unequal, at once
+    # an expression followed by unit letters: latex2sympy2 1.9.1 (the official run) reads the
+    # letters as symbols, so no value; 1.5.4 dropped them and these were accepted (issue 49)
+    (r"\boxed{\pi r}", r"\pi", [], 0.0),
+    (r"\boxed{2+3cm}", "5", [], 0.0),
+    (r"\boxed{3\sqrt{2} cm}", r"3\sqrt{2}", [], 0.0),
+    (r"\boxed{\frac{1}{2} m}", "0.5", [], 0.0),
+    (r"\boxed{2\pi}", "6.28", [], 1.0),       # commands are not symbols
+    (r"\boxed{\alpha=30}", "30", [], 1.0),
 ]
 
 

@@ -21,8 +21,8 @@ Why this path is safe:
 * math-verify's own timeout uses ``signal.alarm``, which only works in the main thread; verl calls
   reward functions from a thread pool (``loop.run_in_executor``). So the timeout is on in the main
   thread only. The hard bound is elsewhere: ``math_equal`` runs the comparison in a child
-  process (``math_worker``) and kills it past ``math_worker.BUDGET_S``, in any thread of any
-  process; the screens keep the known worst cases from costing even that (``vade bench reward``
+  process (``math_worker``), ended past ``math_worker.BUDGET_S`` of its CPU time, in any
+  thread of any process; the screens keep the known worst cases from costing even that (``vade bench reward``
   times them in a worker thread).
 """
 

@@ -38,8 +38,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("vade.methods", "vade.grid", "vade.tracking", "vade.job", "vade.diva", "vade.sampling"),
     # 2: the DuckDB history, rewards
     ("vade.store", "vade.rewards"),
-    # 3: data
-    ("vade.data",),
+    # 3: data, and the content digests of inputs (resumable work is keyed by them)
+    ("vade.data", "vade.content_digest"),
     # 4: the policy and its HF engine
     ("vade.models",),
     # 5: generation engines and the initial difficulty

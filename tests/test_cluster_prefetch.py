@@ -172,12 +172,18 @@ def test_prefetch_then_offline_loads_without_token_then_preflight(paper, tmp_pat
     assert not offline[0].ok and "HF_HUB_OFFLINE=None (want '1')" in offline[0].detail
 
 
-def test_local_copies_are_staged_the_same_way(paper, tmp_path):
+def test_local_copies_are_staged_the_same_way(paper, tmp_path, monkeypatch):
+    """The free disk is a stand-in (``free``): before, the test read the machine's own and
+    failed on one with under ``cluster.min_free_gb`` (50 GB) free (issue 49, item 17), which
+    the machine here is made to look like (1 GB free)."""
+    monkeypatch.setattr(prefetch_mod.shutil, "disk_usage",
+                        lambda path: shutil._ntuple_diskusage(10**12, 10**12 - 10**9, 10**9))
     src = tmp_path / "local"
     _write_hub(src, paper)
     cfg = copy.deepcopy(paper)
     cfg["cluster"]["local_assets"] = str(src)
-    manifest = prefetch_mod.prefetch(cfg, log=lambda s: None)
+    plenty = lambda path: 10**15  # noqa: E731 - the disk's free bytes, as check_room asks
+    manifest = prefetch_mod.prefetch(cfg, log=lambda s: None, free=plenty)
     assert {a["origin"] for a in manifest["assets"]} == {
         f"local:{src / a['id']}" for a in manifest["assets"]}
     got = _offline(cfg, LOADS[:2])
@@ -185,7 +191,7 @@ def test_local_copies_are_staged_the_same_way(paper, tmp_path):
     # a missing local folder is named
     shutil.rmtree(src / "MathLLMs/MathVision")
     with pytest.raises(FileNotFoundError, match="cluster.local_assets has no folder .*MathVision"):
-        prefetch_mod.prefetch(cfg, log=lambda s: None)
+        prefetch_mod.prefetch(cfg, log=lambda s: None, free=plenty)
 
 
 def test_cpu_demo_has_no_asset_and_no_offline_environment():

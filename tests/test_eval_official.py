@@ -147,6 +147,14 @@ MATHVISION_RULE = [
     (r"\boxed{--3/4}", "0.75", [], 1.0),     # no crash; latex2sympy reads --3/4 as 3/4
     (r"\boxed{\operatorname{exit}(1)}", "1", [], 0.0),  # never called
     (r"\boxed{2^{10^{10}}}", "1", [], 0.0),  # too large to compute: unequal, at once
+    # an expression followed by unit letters: latex2sympy2 1.9.1 (the official run) reads the
+    # letters as symbols, so no value; 1.5.4 dropped them and these were accepted (issue 49)
+    (r"\boxed{\pi r}", r"\pi", [], 0.0),
+    (r"\boxed{2+3cm}", "5", [], 0.0),
+    (r"\boxed{3\sqrt{2} cm}", r"3\sqrt{2}", [], 0.0),
+    (r"\boxed{\frac{1}{2} m}", "0.5", [], 0.0),
+    (r"\boxed{2\pi}", "6.28", [], 1.0),       # commands are not symbols
+    (r"\boxed{\alpha=30}", "30", [], 1.0),
 ]
 
 
@@ -213,3 +221,31 @@ def test_malformed_verdicts_count_toward_the_judges_error_rate(judge, monkeypatc
             handle.check(1)
     finally:
         relay.close()
+
+
+def test_mathverse_extraction_sees_only_the_last_30_words(judge):
+    """The official ``--trunk_response 30``: the judge extracts from the response's last 30
+    words. Before issue 49 no test failed when the truncation was removed."""
+    words = [f"w{i}" for i in range(40)]
+    judge.rules = mathverse_rules("w39", "1")
+    assert mathverse.score_response("Find x.", "w39", " ".join(words))["correct"] == 1.0
+    assert judge.prompts[0].endswith(f"Model response: '{' '.join(words[10:])}'\n"
+                                     "Extracted Answer: ")
+
+
+@pytest.mark.parametrize("question, question_for_eval", [
+    ("", "Find x (the Vision Only version's text for the judge)."),
+    ("As shown, AB = 5. Find x.", "In the isosceles triangle, find x."),
+])
+def test_the_mathverse_hook_sends_the_versions_own_question(judge, question, question_for_eval):
+    """``score_answer_s2.py`` sends the version's ``question`` (empty for Vision Only), not
+    ``question_for_eval``. Before issue 49 no test failed when the hook sent the other."""
+    from vade.eval.tasks.judged_utils import mathverse_process_results
+
+    judge.rules = mathverse_rules("5", "1")
+    doc = {"question": question, "question_for_eval": question_for_eval, "answer": "5"}
+    assert mathverse_process_results(doc, [R + "so 5"]) == {"accuracy": 1.0, "judge_error": 0.0}
+    from vade.eval.official import mathverse_match_prompt
+
+    assert judge.prompts[-1] == mathverse_match_prompt(question, "5", "5")
+    assert question_for_eval not in judge.prompts[-1]

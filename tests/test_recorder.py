@@ -32,13 +32,22 @@ def test_step_metrics_by_hand():
     }
 
 
-class _Broken(NullTracker):
+class _Flaky(NullTracker):
+    """Stand-in for a tracking server: raises while ``down``, else records what it is sent."""
+
     def __init__(self) -> None:
-        self.calls = 0
+        self.calls, self.down, self.logged, self.closed = 0, True, [], None
 
     def log_metrics(self, metrics, step):
         self.calls += 1
-        raise RuntimeError("mlflow server gone")
+        if self.down:
+            raise RuntimeError("mlflow server gone")
+        self.logged.append((step, dict(metrics)))
+
+    def close(self, status="FINISHED"):
+        if self.down:
+            raise RuntimeError("mlflow server gone")
+        self.closed = status
 
 
 def _store(tmp_path) -> RunStore:
@@ -48,18 +57,43 @@ def _store(tmp_path) -> RunStore:
     return store
 
 
-def test_mlflow_failure_is_logged_and_disables_tracking_without_raising(tmp_path, caplog):
-    broken = _Broken()
-    rec = RunRecorder(_store(tmp_path), broken)
+def test_metrics_an_unreachable_server_missed_are_sent_when_it_answers(tmp_path, caplog,
+                                                                         monkeypatch):
+    """Before: the first error switched tracking off, and every later metric was lost."""
+    from vade.train import recorder as recorder_module
+
+    clock = type("Clock", (), {"now": 100.0, "monotonic": lambda self: self.now})()
+    monkeypatch.setattr(recorder_module, "time", clock)   # stand-in: the recorder's clock
+    server = _Flaky()
+    rec = RunRecorder(_store(tmp_path), server)
     with caplog.at_level(logging.WARNING, logger="vade.train.recorder"):
         rec.log_step(_obs(1), {"a": 1.0})
-        rec.log_step(_obs(2), {"a": 2.0})
+        rec.log_step(_obs(2), {"a": 2.0})   # within RETRY_S of the error: kept, not tried
         rec.set_tags({"x": 1})
-    assert "MLflow logging disabled after error: mlflow server gone" in caplog.text
-    assert broken.calls == 1 and not rec.tracking
-    # the history is complete all the same
-    assert rec.store.last_step() == 2
+        assert server.calls == 1 and rec.unsent == 3 and rec.tracking
+        assert caplog.text.count("MLflow unreachable (mlflow server gone)") == 1
+        clock.now += recorder_module.RETRY_S
+        rec.log_step(_obs(3), {"a": 3.0})   # still down: one more try, no second line
+        assert server.calls == 2 and rec.unsent == 4
+        assert caplog.text.count("MLflow unreachable") == 1
+        clock.now += recorder_module.RETRY_S
+        server.down = False
+        rec.log_step(_obs(4), {"a": 4.0})
+    assert server.logged == [(1, {"a": 1.0}), (2, {"a": 2.0}), (3, {"a": 3.0}), (4, {"a": 4.0})]
+    assert rec.unsent == 0 and "MLflow answers again" in caplog.text
+    assert rec.store.last_step() == 4   # the history is complete all the same
     rec.close("FINISHED")
+    assert server.closed == "FINISHED"
+
+
+def test_a_server_still_down_at_the_end_is_one_line_and_the_history_is_whole(tmp_path, caplog):
+    server = _Flaky()
+    rec = RunRecorder(_store(tmp_path), server)
+    with caplog.at_level(logging.WARNING, logger="vade.train.recorder"):
+        rec.log_step(_obs(1), {"a": 1.0})
+        rec.close("FINISHED")
+    assert "MLflow still unreachable at the end: 2 call(s) not sent" in caplog.text
+    assert server.logged == [] and server.closed is None
 
 
 def test_a_tracker_that_cannot_be_opened_is_also_only_a_warning(tmp_path, caplog):
@@ -70,7 +104,7 @@ def test_a_tracker_that_cannot_be_opened_is_also_only_a_warning(tmp_path, caplog
     assert rec.run_id is None
     with caplog.at_level(logging.WARNING, logger="vade.train.recorder"):
         rec.log_metrics({"a": 1.0}, 1)
-    assert "no route to mlflow" in caplog.text and not rec.tracking
+    assert "no route to mlflow" in caplog.text and rec.unsent == 1
     rec.close()
 
 

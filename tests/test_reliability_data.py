@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_train_local import _cfg, _paths, write_toy_data
+from test_train_local import _cfg, _paths, png_bytes, write_toy_data
 
 from vade.data.records import read_examples
 from vade.tracking import TrackingConfig
@@ -35,19 +35,14 @@ def _edit_row(path: Path, pos: int, **changes) -> None:
 
 
 def _png() -> bytes:
-    import io
-
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.new("RGB", (4, 4), (255, 0, 0)).save(buf, format="PNG")
-    return buf.getvalue()
+    return png_bytes((4, 4), (255, 0, 0))
 
 
 @pytest.mark.parametrize(("change", "message"), [
     ({"images": [{"bytes": b"\x89PNG\r\n\x1a\n" + b"garbage" * 20, "path": None}]},
      "image 0 cannot be decoded"),
     ({"images": [{"bytes": _png()[:40], "path": None}]}, "image 0 cannot be decoded"),
+    ({"images": []}, "no image (images is empty)"),   # before: failed at step 1, no file named
     ({"reward_model": {"style": "rule", "ground_truth": ""}}, "without an answer"),
     ({"reward_model": {"style": "rule", "ground_truth": None}}, "without an answer"),
 ])

@@ -136,3 +136,21 @@ def test_memory_stays_near_the_limit(db):
     assert rc_big == 2 and "--memory-limit" in done.stderr
     assert rc_rows == 2
     assert peak_big < 500 and peak_rows < 500, (peak_big, peak_rows)
+
+
+@pytest.mark.e2e  # a few seconds: the CLI in a child process, stopped at its time limit
+@pytest.mark.parametrize("output", [[], ["-o", "out.json"]])
+def test_the_timeout_holds_for_a_query_that_ignores_the_interrupt(db, tmp_path, output):
+    """``list_sort`` of one 10-million-element list does not look at DuckDB's interrupt flag,
+    and its result's conversion cannot be interrupted. Before: the full result after 15.9 s
+    at 2.27 GB under ``--timeout 5``. Real: the CLI as a user runs it, in a child process (the
+    watch ends that process)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "vade.cli", "sql", "SELECT list_sort(range(10000000)) AS x",
+         "--db", str(db), "--timeout", "1", *output],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines() == [
+        "vade sql: error: the query ran longer than --timeout 1 s and was stopped (raise "
+        "--timeout, or narrow the query)"]
+    assert done.stdout == "" and not (tmp_path / "out.json").exists()

@@ -302,6 +302,8 @@ LETTER_OPTIONS = ["(c)", "(a)", "(e)", "(d)", "(b)"]  # pids 168 and 849: the an
     ("e", True),                    # the whole answer a lower-case letter: the letter
     ("B", False), ("(b)", False),   # the letter B (MathVista's own scorer reads "(b)" as B too)
     ("A or E", False), ("C", False),
+    ("E. (b)", True), ("(E) (b)", True),   # the letter and its own option text (issue 49)
+    ("E. (a)", False), ("B. (b)", False),  # a letter with another option's text
 ])
 def test_options_that_are_letters_are_named_by_their_letter(pred, ok):
     for gold in ("(b)", "E"):  # the gold as MathVista writes it, or as its letter
@@ -330,6 +332,10 @@ def test_an_option_text_gold_is_read_as_that_option_before_as_a_letter():
     ("131253.6", "131253.5", "number", False),     # pid 383: within 1e-6, a tenth off
     ("131253.5", "131253.5", "number", True),
     ("0.3333333", "1/3", "number", True),          # a fraction gold: the tolerance as before
+    ("0.00000000005", "0.0000000001", "number", False),  # half a unit off: not the gold (issue
+    ("0.00000000005", "0.0000000001", "math", False),    # 49; the bound was inclusive)
+    ("0.00000000009", "0.0000000001", "number", True),   # under half a unit: rounds to it
+    ("0.0000000001", "0.0000000001", "number", True),
 ])
 def test_integers_compare_exactly(pred, gold, answer_type, ok):
     assert acc(rf"\boxed{{{pred}}}", gold, answer_type) == float(ok)

@@ -26,15 +26,27 @@ torch.set_num_threads(1)
 N_TRAIN, G = 48, 8
 
 
+def png_bytes(size: tuple[int, int] = (1, 1), colour: tuple[int, int, int] = (0, 0, 0)) -> bytes:
+    """A small PNG: the toy policy reads no image, but every row must have one (read check)."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", size, colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
 def _write_split(path: Path, n: int, split: str, seed: int, start: int = 0) -> None:
     rng = np.random.default_rng(seed)
+    image = {"bytes": png_bytes(), "path": None}
     rows = []
     for i in range(n):
         gt = "ABCD"[rng.integers(4)]
         rows.append({
             "data_source": "synthetic/bars",
             "prompt": [{"role": "user", "content": "<image>Which bar is tallest?"}],
-            "images": [], "ability": "chart",
+            "images": [image], "ability": "chart",
             "reward_model": {"style": "rule", "ground_truth": gt},
             "extra_info": {"split": split, "index": start + i, "uid": f"u{start + i}",
                            "task": "bars", "domain": "chart", "answer_type": "choice"},
@@ -215,7 +227,7 @@ def test_missing_or_foreign_difficulty_is_named(data, tmp_path):
     cfg = _cfg(tmp_path)
     bad = tmp_path / "initial.parquet"
     pq.write_table(pa.table({"sample_id": np.arange(10, dtype=np.int64),
-                             "correct": np.zeros(10), "rollouts": np.full(10, 8)}), bad)
+                             "correct": np.zeros(10, dtype=np.int64), "rollouts": np.full(10, 8)}), bad)
     with pytest.raises(ValueError, match="no initial difficulty for sample_id 10"):
         train_local(cfg, RunPaths(data, "toy", tmp_path / "r", bad), progress=False,
                     load_policy=ToyPolicy.load)

@@ -171,3 +171,57 @@ def test_a_corrupt_training_parquet_is_one_line_naming_it(data, tmp_path, capsys
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
     assert f"{bad / 'train.parquet'} cannot be read as parquet" in err
+
+
+def test_a_history_deleted_mid_run_ends_the_run_with_an_error(data, tmp_path, monkeypatch):
+    """Before: DuckDB went on writing the deleted file, the run ended rc 0 and wrote done.json
+    beside no history."""
+    from vade.train.local import loop
+
+    out = tmp_path / "run" / "toy-grpo-vade-s0"
+    real = loop._train_step
+
+    def step(cfg, policy, sampler, examples, t, **kw):
+        if t == 3:
+            (out / "history.duckdb").unlink()
+        return real(cfg, policy, sampler, examples, t, **kw)
+
+    monkeypatch.setattr(loop, "_train_step", step)
+    with pytest.raises(ValueError) as info:
+        _train(_cfg(tmp_path, steps=6), data, out)
+    assert str(info.value).startswith(f"the history {out / 'history.duckdb'} was deleted or "
+                                      "replaced while this run was writing it")
+    assert not (out / "done.json").exists()
+
+
+def test_a_refused_second_trainer_leaves_the_running_ones_log_alone(data, tmp_path, finished,
+                                                                    capsys):
+    """``snakemake --nolock`` beside a running job. Before: the rule's ``> {log}`` emptied the
+    running job's log, which then held only the second trainer's 233-byte refusal. Real: the
+    ``vade train`` command with ``--log`` as the rule runs it, and a lock held by another
+    process (the running job)."""
+    from vade.cli import main
+
+    log = tmp_path / "train.log"
+    log.write_text("step 1/4 ...\n")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time; h = open(sys.argv[1], 'a+'); "
+         "fcntl.flock(h, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)",
+         str(finished / ".lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        rc = main(["train", "--config-json", '{"name": "toy", "train": {"backend": "local"}}',
+                   "--data-dir", str(data), "--model", "toy", "--out", str(finished),
+                   "--log", str(log)])
+    finally:
+        holder.kill()
+        holder.wait()
+    assert rc == 2
+    assert "is being written by another process" in capsys.readouterr().err
+    assert log.read_text() == "step 1/4 ...\n"
+
+
+def test_the_train_rule_lets_the_trainer_open_its_log():
+    rule = (Path(__file__).resolve().parent.parent / "workflow" / "rules" / "train.smk").read_text()
+    shell = rule.split("shell:")[1]
+    assert "--log {log}" in shell and "> {log}" not in shell.replace(">> {log}", "")

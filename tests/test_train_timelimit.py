@@ -89,7 +89,7 @@ def test_guard_arithmetic():
     end = datetime(2026, 11, 29, 10, 5).timestamp()
     assert job_end_time({"SLURM_JOB_ID": "42"}, squeue=lambda j: "2026-11-29T10:05:00\n") == end
     assert job_end_time({"SLURM_JOB_ID": "42"}, squeue=lambda j: "UNLIMITED\n") is None
-    assert TimeGuard.from_env({}).signals == ("USR1", "URG")
+    assert TimeGuard.from_env({}).signals == ("USR1", "URG", "TERM")
     with pytest.raises(ValueError, match="VADE_CHECKPOINT_SIGNALS: unknown signal 'USR3'"):
         TimeGuard.from_env({"VADE_CHECKPOINT_SIGNALS": "USR3"})
 

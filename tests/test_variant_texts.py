@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from test_train_local import png_bytes
 
 from vade.cli import main
 from vade.data.variant_texts import MAX_STEPS, parse_steps
@@ -24,7 +25,7 @@ QUESTIONS = {0: "How many dots are there?", 1: "Which bar is tallest? A, B or C"
 
 def _write_train(path: Path) -> None:
     rows = [{"data_source": "llava_ov/geo", "prompt": [{"role": "user", "content": f"<image>{q}"}],
-             "images": [], "ability": "math",
+             "images": [{"bytes": png_bytes(), "path": None}], "ability": "math",
              "reward_model": {"style": "rule", "ground_truth": str(i)},
              "extra_info": {"split": "train", "index": i, "uid": f"geo:{i}", "task": "geo",
                             "domain": "math", "answer_type": "number", "question": q}}

@@ -139,6 +139,11 @@ REFUSALS = {  # case -> (edit of tiny.yaml, what the message must name)
     "bad-loss-mode": (lambda c: c["train"].setdefault("gspo", {}).update(loss_agg_mode="mean"),
                       "mean"),
     "block-steps-zero": (lambda c: c["experiments"]["grid"][0].update(steps=0), "grid.0.steps"),
+    # before: ".." passed and planned data/../train.parquet; 10 MB was refused after the model
+    # loaded, in a 10 MB line (issue 49). 1 MB here: the same cut of the line, a tenth of the
+    # YAML parsing (the CLI test takes the 10 MB one, as JSON)
+    "name-dot-dot": (lambda c: c.update(name=".."), "config name: '..' does not match"),
+    "name-1-mb": (lambda c: c.update(name="x" * 1_000_000), "config name: 'xxx"),
     "run-in-two-blocks-with-different-steps": (
         lambda c: c["experiments"]["grid"].append({**c["experiments"]["grid"][0], "steps": 7}),
         "different steps (None and 7)"),
@@ -185,6 +190,7 @@ def test_bad_config_fails_at_start_naming_the_key(refusals: dict[str, dict], cas
     assert not result["ok"]  # refused while reading the workflow: no DAG, no job
     assert result["error"].startswith("config ") and REFUSALS[case][1] in result["error"]
     assert len(result["error"].splitlines()) == 1, result  # not the schema and config (484 lines)
+    assert len(result["error"]) < 600, result["error"][:600]  # nor a 10 MB value
 
 
 def test_a_key_given_twice_fails_at_start_naming_it(refusals: dict[str, dict]) -> None:

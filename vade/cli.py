@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import importlib
 import sys
 from collections.abc import Sequence
@@ -51,6 +52,19 @@ DESCRIPTION = ("The vade command: one verb per pipeline stage (build-data ... si
 
 class UserError(Exception):
     """An error in the user's input: printed as one line, exit status 2, no traceback."""
+
+
+# What the machine refuses (a full disk or quota, a read-only or foreign folder, a failed write):
+# one line naming the path, like bad input, not a traceback (issue 49, items 7 and 8)
+DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+                         errno.EIO})
+
+
+def disk_error_line(exc: OSError) -> str:
+    """``cannot write <path>: <reason>; free space or make it writable, then rerun ...``"""
+    where = f" {exc.filename}" if exc.filename else ""
+    return (f"cannot write{where}: {exc.strerror or exc}; free space or make the folder "
+            "writable, then rerun (what was written before is kept)")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -102,6 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(module.run(args) or 0)
     except (UserError, ValueError, FileNotFoundError) as exc:
         print(f"vade {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.errno not in DISK_ERRORS:
+            raise
+        print(f"vade {args.command}: error: {disk_error_line(exc)}", file=sys.stderr)
         return 2
 
 

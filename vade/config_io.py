@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from vade.checks import check_name
+
 __all__ = ["SECTIONS", "VERB_SECTIONS", "add_config_arguments", "check_sections", "load_config", "read_yaml",
            "section"]
 
@@ -36,6 +38,10 @@ SECTIONS = frozenset({"name", "seed", "data", "models", "difficulty", "train", "
 VERB_SECTIONS = frozenset({"model"})
 
 
+class _NotAccepted(yaml.constructor.ConstructorError):
+    """Valid YAML that this loader refuses on purpose (a merge key)."""
+
+
 class _StrictLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last
     value silently, so a pasted block would override an edited one unseen)."""
@@ -43,6 +49,12 @@ class _StrictLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":   # a key of its own would hide it
+                raise _NotAccepted(
+                    None, None, f"merge key '<<' (line {key_node.start_mark.line + 1}) is valid "
+                    "YAML 1.1, but this loader does not accept merge keys (a merged key could "
+                    "not be checked for being given twice): write the keys out",
+                    key_node.start_mark)
             key = self.construct_object(key_node, deep=True)
             line = key_node.start_mark.line + 1
             if key in seen:
@@ -64,7 +76,8 @@ def read_yaml(path: str | Path) -> Any:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ValueError(f"{path} is not valid YAML: {exc.problem}{where}") from None
+        what = "is not accepted" if isinstance(exc, _NotAccepted) else "is not valid YAML"
+        raise ValueError(f"{path} {what}: {exc.problem}{where}") from None
     except yaml.YAMLError as exc:
         raise ValueError(f"{path} is not valid YAML: {' '.join(str(exc).split())}") from None
 
@@ -107,6 +120,8 @@ def check_sections(value: Any, source: str) -> dict[str, Any]:
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise ValueError(f"{source}: unknown top-level section '{unknown[0]}' ({hint}known: "
                          f"{', '.join(sorted(SECTIONS))})")
+    if "name" in value:   # a path component of every output: checked before anything loads
+        check_name("name", value["name"])
     return value
 
 

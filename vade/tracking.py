@@ -26,7 +26,12 @@ holds the same record is a copy: it gets a run of its own. A recorded run missin
 (another store, or deleted) gives a new run. ``Tracker.how`` says which, in one line.
 
 A store that cannot be opened (a corrupt ``mlflow.db``, a server that does not answer) is one
-ValueError naming it (``open_tracker``), raised before the trainer touches its outputs.
+ValueError naming it (``open_tracker``), raised before the trainer touches its outputs. A server
+is probed first (``/health``, 5 s), and MLflow's HTTP retries are bounded here unless the user set
+them (``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` 2, backoff factor 1, timeout 20 s): MLflow's defaults
+(7 retries, backoff 2) stalled an unreachable server's start for 230 s without a line, and a
+training step for minutes. ``Tracker.backfill`` logs what a history holds and the run lacks (a
+rerun after the server was down, issue 49).
 
 The experiment is tagged ``mlflow.experimentKind = custom_model_development``, so MLflow 3's UI
 opens it on runs and charts (model training), not on the GenAI traces view.
@@ -42,6 +47,8 @@ import json
 import math
 import os
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,10 +57,15 @@ from typing import Any
 
 from vade.checks import check_bool, reject_unknown
 
-__all__ = ["MODES", "RECORD", "NullTracker", "Tracker", "TrackingConfig", "flatten", "open_tracker",
-           "record_run", "recorded_run"]
+__all__ = ["MODES", "RECORD", "NullTracker", "Tracker", "TrackingConfig", "bound_http_retries",
+           "flatten", "open_tracker", "probe_server", "record_run", "recorded_run"]
 
 _SQLITE = "sqlite:///"
+# MLflow's HTTP client settings where the user set none (module doc); read per request by MLflow
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+                 "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                 "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+PROBE_TIMEOUT_S = 5.0
 KEY_TAG = "vade_run_key"  # the run folder that owns an MLflow run (Tracker's ``key``)
 _KIND = ("mlflow.experimentKind", "custom_model_development")
 RECORD = "mlflow.json"  # in a run folder: the MLflow run it writes to (module doc)
@@ -118,6 +130,9 @@ class NullTracker:
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
         pass
 
+    def backfill(self, by_step: Mapping[int, Mapping[str, float]]) -> int:
+        return 0
+
     def close(self, status: str = "FINISHED") -> None:
         pass
 
@@ -171,6 +186,25 @@ def _experiment(client: Any, name: str, artifacts: str | None) -> tuple[Any, str
     return exp, exp.experiment_id
 
 
+def probe_server(uri: str) -> None:
+    """Raise ``ConnectionError`` unless the tracking server at ``uri`` answers within
+    ``PROBE_TIMEOUT_S`` (any HTTP status counts as an answer: a proxy may hide ``/health``)."""
+    try:
+        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=PROBE_TIMEOUT_S):
+            pass
+    except urllib.error.HTTPError:
+        return
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ConnectionError(f"no answer within {PROBE_TIMEOUT_S:g} s: {reason}") from None
+
+
+def bound_http_retries() -> None:
+    """MLflow's HTTP retry settings where the user set none (module doc)."""
+    for name, value in HTTP_DEFAULTS.items():
+        os.environ.setdefault(name, value)
+
+
 class Tracker(NullTracker):
     """One MLflow run named ``run_name`` in ``experiment``, opened as ``mode`` says (module doc)."""
 
@@ -181,6 +215,9 @@ class Tracker(NullTracker):
         if mode not in MODES:
             raise ValueError(f"tracker mode must be one of {MODES}, got {mode!r}")
         artifacts = None
+        if uri.startswith(("http://", "https://")):
+            bound_http_retries()
+            probe_server(uri)
         if uri.startswith(_SQLITE):
             db = Path(uri[len(_SQLITE):])
             db.parent.mkdir(parents=True, exist_ok=True)
@@ -232,7 +269,7 @@ class Tracker(NullTracker):
         if run_id is None:
             return None
         # lazy: the cpu/workflow extra, seconds to load
-        from mlflow.exceptions import MlflowException
+        from mlflow.exceptions import MlflowException  # lazy: the cpu/workflow extra, seconds to load
 
         try:
             run = self.client.get_run(run_id)
@@ -267,6 +304,22 @@ class Tracker(NullTracker):
                  and step > self._last_step.get(k, -1)]
         for start in range(0, len(items), 1000):
             self.client.log_batch(self.run_id, metrics=items[start:start + 1000])
+
+    def backfill(self, by_step: Mapping[int, Mapping[str, float]]) -> int:
+        """Log the points of ``by_step`` ({step: {name: value}}, a history's metrics) that the
+        run does not hold (a server that was down lost them); returns how many were logged."""
+        from mlflow.entities import Metric  # lazy: the cpu/workflow extra, seconds to load
+
+        names = {name for values in by_step.values() for name in values}
+        held = {name: {m.step for m in self.client.get_metric_history(self.run_id, name)}
+                for name in sorted(names)}
+        now = int(time.time() * 1000)
+        items = [Metric(name, float(value), now, int(step))
+                 for step, values in sorted(by_step.items()) for name, value in values.items()
+                 if int(step) not in held[name] and not math.isnan(float(value))]
+        for start in range(0, len(items), 1000):
+            self.client.log_batch(self.run_id, metrics=items[start:start + 1000])
+        return len(items)
 
     def close(self, status: str = "FINISHED") -> None:
         """End the run (status and end time), unless it was attached to a run someone else ended."""

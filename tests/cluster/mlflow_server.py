@@ -60,12 +60,27 @@ def start(root: Path) -> Server:
     returns once it answers. Its URI is known at once, so jobs can be given it meanwhile."""
     root.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    log = (root / "server.log").open("w")
+    return Server(root=root, port=port, proc=_launch(root, port, "w"))
+
+
+def _launch(root: Path, port: int, mode: str) -> subprocess.Popen:
+    log = (root / "server.log").open(mode)
     # the GenAI job runner (huey consumers, a dozen processes) serves no tracking request
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    proc = subprocess.Popen(command(root, port), stdout=log, stderr=subprocess.STDOUT,
+    return subprocess.Popen(command(root, port), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True, env=env)
-    return Server(root=root, port=port, proc=proc)
+
+
+def kill(server: Server) -> None:
+    """SIGKILL the server's process group: a server that goes away mid-run."""
+    os.killpg(server.proc.pid, signal.SIGKILL)
+    server.proc.wait()
+
+
+def restart(server: Server) -> Server:
+    """The same server (database, port) started again after ``kill``; ``wait`` for it."""
+    server.proc = _launch(server.root, server.port, "a")
+    return server
 
 
 def wait(server: Server, timeout_s: float = 180) -> Server:

@@ -15,8 +15,10 @@ evaluation tasks. Columns:
 for the training split it equals the row position, which is the sampler's sample id and DuckDB's
 ``sample_id``. ``uid`` is a content-derived string id (source and source row id).
 
-``read_examples`` checks every row once, as it reads the file: each image decodes (Pillow, full
-decode) and each row has a non-empty answer. A bad row fails there, naming the file and the row,
+``read_examples`` checks every row once, as it reads the file: each row has at least one image
+(the policy is a vision-language model; a row with ``images=[]`` failed at step 1, after the
+model loaded, issue 49), each image decodes (Pillow, full decode) and each row has a non-empty
+answer. A bad row fails there, naming the file and the row,
 before any model is loaded or any step written; without it a garbled image surfaced steps into
 training, in the middle of a batch, without the file's name.
 """
@@ -88,12 +90,16 @@ def example_from_row(row: dict[str, Any]) -> Example:
 
 
 def check_example(example: Example) -> None:
-    """Raise ValueError (naming the row) unless the row has an answer and every image decodes."""
+    """Raise ValueError (naming the row) unless the row has an answer and an image, and every
+    image decodes."""
     from PIL import Image  # lazy: pillow, the cpu extra
 
     where = f"row index={example.index}"
     if not example.ground_truth.strip():
         raise ValueError(f"{where}: empty reward_model.ground_truth (a row without an answer)")
+    if not example.images:
+        raise ValueError(f"{where}: no image (images is empty); every row needs the image its "
+                         f"prompt's {IMAGE_TOKEN} refers to")
     for k, data in enumerate(example.images):
         try:
             with Image.open(io.BytesIO(data)) as img:

@@ -33,7 +33,13 @@ __all__ = ["VARIANTS", "clean_answer", "cut_answer", "judge_question", "rule_ans
 
 VARIANTS = ("judge", "rule")
 _SYMBOL = re.compile(r"[a-zA-Z]|\\[a-zA-Z]+")  # "x = 3" and "\alpha = 30" are the value 3, 30
-_NUMBER_THEN_LETTERS = re.compile(r"-?(?:\d+(?:\.\d+)?|\\frac\{\d+\}\{\d+\})\s*[a-zA-Z][a-zA-Z\s^{}\d]*")
+_COMMAND = re.compile(r"\\([a-zA-Z]+)")
+# commands latex2sympy reads as numbers or operations, not symbols (any other, \alpha or a glued
+# "\pir", is a symbol); their letters are not a value's symbols
+_VALUE_COMMANDS = frozenset({
+    "pi", "sqrt", "frac", "dfrac", "tfrac", "cdot", "times", "div", "circ", "left", "right",
+    "infty", "sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "log", "ln",
+    "exp", "pm", "degree", "displaystyle"})
 _FLAGS = ("the final answer is", "the answer is", "the correct answer is", "the answer should be")
 
 
@@ -84,7 +90,9 @@ def _latex_value(text: str) -> Number:
     latex2sympy2 1.9.1 (the version that reproduces MATH-V's stored verdicts) reads it where
     1.5.4 (the one installable beside math-verify) differs: ``$...$`` unwrapped,
     ``\\displaystyle`` dropped, no value for an equation whose left side is not one symbol or
-    for a number followed by letters."""
+    for a value with letters outside LaTeX commands: 1.9.1 reads every letter as a symbol, so
+    "150cm^{2}", "\\pi r" and "2+3cm" have none (the official verdict: not equal), where 1.5.4
+    drops trailing letters (150, pi, 5; issue 49)."""
     from latex2sympy2 import latex2sympy  # lazy: the cpu extra; SymPy loads in seconds
 
     inner = text.strip()
@@ -94,10 +102,22 @@ def _latex_value(text: str) -> Number:
     if "=" in inner and not _SYMBOL.fullmatch(inner.split("=")[0].strip()):
         # 1.9.1 solves "2\alpha+\beta=90" (equations, no number); 1.5.4 reads it as 90
         raise ValueError(f"{text!r} is an equation, not a value")
-    if _NUMBER_THEN_LETTERS.fullmatch(inner.strip()):
-        # 1.9.1: "150cm^{2}" is 150*c*m**2 (no value); 1.5.4 drops the letters (150)
-        raise ValueError(f"{text!r} is a number times symbols, not a value")
+    value = _before_unbalanced_brace(inner.split("=")[-1])   # the parser stops there
+    bare = _COMMAND.sub(lambda m: " " if m[1] in _VALUE_COMMANDS else " x ", value)
+    if re.search(r"[a-zA-Z]", bare):
+        raise ValueError(f"{text!r} holds symbols, not a value")
     return python_value(str(latex2sympy(inner)))
+
+
+def _before_unbalanced_brace(text: str) -> str:
+    """``text`` up to its first ``}`` without a ``{``: latex2sympy's parse ends there, so
+    letters after it ("8+2\\sqrt{2}}.theansweris:..." in published runs) are not read."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "{") - (ch == "}")
+        if depth < 0:
+            return text[:i]
+    return text
 
 
 def _eval_tuple(s: str) -> str:

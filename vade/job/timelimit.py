@@ -7,8 +7,11 @@ triggers, either one enough:
 * wall time: the job's end (``SLURM_JOB_END_TIME`` in the job's environment, else what
   ``squeue -o %e`` says for ``SLURM_JOB_ID``) is nearer than ``margin`` (1.5) times the slowest step seen so far in this process;
 * a signal: SLURM's warning (``--signal=URG@<seconds>`` in slurm/config.yaml, see
-  docs/cluster.md) or a user's ``kill -USR1 <pid>``. The handler only sets a flag; the trainer
-  checks it between steps, so a step is never cut in half.
+  docs/cluster.md), a user's ``kill -USR1 <pid>``, or ``SIGTERM`` (what ``scancel`` and
+  preemption send first, KillWait seconds before SIGKILL). The handler only sets a flag; the
+  trainer checks it between steps, so a step is never cut in half. The handlers stay installed
+  until the run's MLflow run is closed: a second signal while stopping only sets the flag again
+  (issue 49: a second SIGUSR1 0.2 s later hit the default handler, rc 138, no message).
 
 A process that cannot handle the signal itself (verl's trainer runs inside a Ray actor) is told
 through a flag file (``VADE_CHECKPOINT_FLAG``), which the launcher writes when it gets the signal.
@@ -32,7 +35,9 @@ __all__ = ["END_ENV", "FLAG_ENV", "MARGIN_ENV", "SIGNAL_ENV", "TimeGuard", "Time
 
 END_ENV = "SLURM_JOB_END_TIME"        # epoch seconds; SLURM sets it in the job's environment
 FLAG_ENV = "VADE_CHECKPOINT_FLAG"     # a file whose existence means "checkpoint and stop"
-SIGNAL_ENV = "VADE_CHECKPOINT_SIGNALS"  # comma-separated names; default USR1,URG
+SIGNAL_ENV = "VADE_CHECKPOINT_SIGNALS"  # comma-separated names; default USR1,URG,TERM
+_WHY = {"URG": "SLURM's warning before the time limit", "USR1": "a checkpoint request",
+        "TERM": "scancel or preemption"}
 MARGIN_ENV = "VADE_TIME_MARGIN"       # the factor on the slowest step; default 1.5
 
 
@@ -71,12 +76,12 @@ def _squeue_end(job_id: str) -> str:
 
 
 def signal_names(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """The signals that mean "checkpoint now": ``VADE_CHECKPOINT_SIGNALS``, default USR1 and
-    URG (URG for SLURM's warning: its default action is to be ignored, so the processes that do
-    not handle it, Snakemake's and Ray's, live on)."""
+    """The signals that mean "checkpoint now": ``VADE_CHECKPOINT_SIGNALS``, default USR1, URG
+    and TERM (URG for SLURM's warning: its default action is to be ignored, so the processes
+    that do not handle it, Snakemake's and Ray's, live on)."""
     env = os.environ if environ is None else environ
     names = tuple(s.strip().upper().removeprefix("SIG")
-                  for s in env.get(SIGNAL_ENV, "USR1,URG").split(",") if s.strip())
+                  for s in env.get(SIGNAL_ENV, "USR1,URG,TERM").split(",") if s.strip())
     for name in names:
         if not isinstance(getattr(signal, f"SIG{name}", None), int):
             raise ValueError(f"{SIGNAL_ENV}: unknown signal {name!r}")
@@ -99,7 +104,7 @@ class TimeGuard:
     """Between steps: should this process checkpoint now and exit? (``reason()``)."""
 
     def __init__(self, *, end_time: float | None = None, margin: float = 1.5,
-                 signals: tuple[str, ...] = ("USR1", "URG"), flag_file: str | Path | None = None,
+                 signals: tuple[str, ...] = ("USR1", "URG", "TERM"), flag_file: str | Path | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.end_time = end_time
         self.margin = float(margin)
@@ -142,7 +147,8 @@ class TimeGuard:
     def reason(self) -> str | None:
         """Why to stop now, or None to go on."""
         if self.received:
-            return f"{self.received} received (SLURM's warning before the time limit)"
+            why = _WHY.get(self.received.removeprefix("SIG"))
+            return f"{self.received} received" + (f" ({why})" if why else "")
         if self.flag_file is not None and self.flag_file.exists():
             return f"{self.flag_file} exists (the launcher got the time-limit signal)"
         left = self.remaining()

@@ -21,8 +21,8 @@ Why this path is safe:
 * math-verify's own timeout uses ``signal.alarm``, which only works in the main thread; verl calls
   reward functions from a thread pool (``loop.run_in_executor``). So the timeout is on in the main
   thread only. The hard bound is elsewhere: ``math_equal`` runs the comparison in a child
-  process (``math_worker``) and kills it past ``math_worker.BUDGET_S``, in any thread of any
-  process; the screens keep the known worst cases from costing even that (``vade bench reward``
+  process (``math_worker``), ended past ``math_worker.BUDGET_S`` of its CPU time, in any
+  thread of any process; the screens keep the known worst cases from costing even that (``vade bench reward``
   times them in a worker thread).
 """
 
@@ -130,13 +130,16 @@ def _parse(text: str, timeout: int | None) -> list[Any]:
                  fallback_mode="no_fallback", parsing_timeout=timeout)
 
 
-def compare(gold: str, pred: str) -> bool:
+def compare(gold: str, pred: str, *, wall_timeout: bool = True) -> bool:
     """math-verify's verdict after both screens, with no time bound of its own: the caller
-    bounds it (``math_equal`` runs it in ``math_worker``'s child process)."""
+    bounds it (``math_equal`` runs it in ``math_worker``'s child process). ``wall_timeout``:
+    math-verify's own ``TIMEOUT_S`` alarm in the main thread; the child turns it off, since
+    it bounds the comparison's CPU time instead (wall time depends on the machine's load)."""
     from math_verify import verify  # lazy: the cpu extra; SymPy loads in seconds
     from math_verify.errors import TimeoutException  # lazy: the cpu extra; SymPy loads in seconds
 
-    timeout = TIMEOUT_S if threading.current_thread() is threading.main_thread() else None
+    timeout = (TIMEOUT_S if wall_timeout and threading.current_thread() is threading.main_thread()
+               else None)
     try:
         gold_parsed = _parse(gold, timeout)
         pred_parsed = _parse(pred, timeout)

@@ -6,16 +6,21 @@ from outside, a process can. So comparisons run in a child (``python -m vade.rew
 that answers one JSON line per request, and the caller waits at most the budget for the reply;
 on a late or missing reply the child is killed and the pair scored "not equal".
 
-The budget (``BUDGET_S``, 1 s) is per call and counts everything the call waits for: the reply
-and, after an earlier kill, the replacement child's start. What holds:
+The budget (``BUDGET_S``, 1 s) is the comparison's own CPU time: the child watches its process
+CPU time (``time.process_time``) from each request and ends itself past the budget, so the
+verdict does not depend on how busy the machine is (issue 49, item 16: with the budget in wall
+time, a right answer scored 0 at load 5, its comparison starved of CPU by seven others).
+``WALL_CAP_S`` (30 s), far above it, bounds what a call waits for in wall time (a child that
+gets no CPU at all, a restart) and only then scores "not equal". math-verify's own timeout,
+wall time too, is off in the child for the same reason. What holds:
 
 * **One worker per thread** (``bounded_compare`` keeps a ``MathWorker`` per thread and per
   process), each with its own children, so a comparison killed in one thread never delays a
   call in another: there is no shared child and no lock between threads.
 * **Restarts happen ahead of need.** A kill starts a spare child in the background at once, and
   from then on the worker keeps one warm spare, so the next call usually finds a ready child.
-  When none is ready within the call's budget, the call returns "not equal" at the budget
-  (``MathWorker.late`` counts these) instead of waiting for the start (about 2 s of imports).
+  When none is ready within the wall cap, the call returns "not equal"
+  (``MathWorker.late`` counts these).
 * The first call of a thread starts its child and waits for it (``START_TIMEOUT_S``, the cold
   imports on a busy machine): that is starting up, not a restart, and happens once per thread.
 
@@ -35,11 +40,13 @@ import threading
 import time
 import weakref
 
-__all__ = ["BUDGET_S", "START_TIMEOUT_S", "MathWorker", "bounded_compare"]
+__all__ = ["BUDGET_S", "START_TIMEOUT_S", "WALL_CAP_S", "MathWorker", "bounded_compare"]
 
-BUDGET_S = 1.0          # per comparison, from request to reply
+BUDGET_S = 1.0          # per comparison: the child's CPU time from request to reply
+WALL_CAP_S = 30.0       # per call, wall time: a starved or stuck child, a restart
 START_TIMEOUT_S = 120.0  # the child's imports (SymPy, math-verify) on a cold, busy machine
 _READY = "ready"
+_POLL_S = 0.01          # how often the child looks at its CPU time
 
 
 def _read_line(fd: int, deadline: float, buffer: bytearray) -> str | None:
@@ -61,8 +68,9 @@ class _Child:
     """One comparison process; ``ready`` is set once it has said so (started in the background
     when ``background`` is true)."""
 
-    def __init__(self, background: bool) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "vade.rewards.math_child"],
+    def __init__(self, background: bool, budget_s: float) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "vade.rewards.math_child",
+                                      str(budget_s)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, bufsize=0)
         self.buffer = bytearray()
@@ -99,8 +107,9 @@ class MathWorker:
     """One thread's comparison children: the active one and, after a first kill, a warm spare
     (module doc). Not shared between threads."""
 
-    def __init__(self, budget_s: float = BUDGET_S) -> None:
-        self.budget_s = budget_s
+    def __init__(self, budget_s: float = BUDGET_S, wall_cap_s: float = WALL_CAP_S) -> None:
+        self.budget_s = budget_s      # CPU seconds of the child per comparison
+        self.wall_cap_s = wall_cap_s  # wall seconds per call
         self.killed = 0  # children killed for running past the budget
         self.late = 0    # calls that found no ready child within their budget
         self._active: _Child | None = None
@@ -109,7 +118,7 @@ class MathWorker:
         weakref.finalize(self, _kill_all, self._children)
 
     def _new(self, background: bool) -> _Child:
-        child = _Child(background)
+        child = _Child(background, self.budget_s)
         self._children.append(child)
         return child
 
@@ -137,7 +146,7 @@ class MathWorker:
                 if child.failed:
                     self._drop(child)
                     raise RuntimeError("the math comparison process (python -m "
-                                       "vade.rewards.math_child) did not start within "
+                                       "vade.rewards.math_worker) did not start within "
                                        f"{START_TIMEOUT_S:g} s")
                 self._active = child
                 return child
@@ -151,13 +160,14 @@ class MathWorker:
         return self._active
 
     def compare(self, gold: str, pred: str) -> bool:
-        """``math_check.compare(gold, pred)``, or False past the budget (module doc)."""
-        deadline = time.monotonic() + self.budget_s
+        """``math_check.compare(gold, pred)``, or False past the CPU budget or the wall cap
+        (module doc)."""
+        deadline = time.monotonic() + self.wall_cap_s
         request = (json.dumps({"gold": gold, "pred": pred}) + "\n").encode("utf-8")
         first = not self._children
         child = self._ready_child(deadline)
-        if first:  # the thread's first child just started: its budget starts now
-            deadline = time.monotonic() + self.budget_s
+        if first:  # the thread's first child just started: its wall cap starts now
+            deadline = time.monotonic() + self.wall_cap_s
         if child is None:
             self.late += 1
             return False
@@ -194,3 +204,4 @@ def bounded_compare(gold: str, pred: str) -> bool:
         _LOCAL.worker, _LOCAL.pid = MathWorker(), os.getpid()
         worker = _LOCAL.worker
     return worker.compare(gold, pred)
+

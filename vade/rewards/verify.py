@@ -13,7 +13,7 @@ returns a bool. Types (``vade.data.records.ANSWER_TYPES``):
   that letter.
 * ``number``  numeric equality after ``normalize.parse_number``: exact for an integer gold
   (100000001 is not 100000000), else within relative tolerance ``NUMBER_REL_TOL`` (1e-6) and
-  absolute tolerance ``NUMBER_ABS_TOL`` (1e-9), but never beyond half a unit of a written
+  absolute tolerance ``NUMBER_ABS_TOL`` (1e-9), but always under half a unit of a written
   gold's last decimal (131253.6 is not 131253.5). The tolerance absorbs float formatting
   (``0.3333333`` vs ``1/3``), not approximation (``3.14`` is not ``3.14159``; ChartQA's 5% is the
   separate ``relaxed`` type).
@@ -97,15 +97,16 @@ def numbers_match(pred: ParsedNumber, gold: ParsedNumber, rel_tol: Decimal,
 
 def exact_numbers_match(pred: ParsedNumber, gold: ParsedNumber) -> bool:
     """``numbers_match`` with the number tolerance, none for an integer gold (a tolerance on
-    an integer accepts a wrong count: 100000001 for 100000000), and never more than half a unit
+    an integer accepts a wrong count: 100000001 for 100000000), and always less than half a unit
     of a written gold's last decimal (131253.6 is not 131253.5, though within 1e-6)."""
     if gold.percent:
         return numbers_match(pred, gold, NUMBER_REL_TOL, NUMBER_ABS_TOL)
     if gold.value == gold.value.to_integral_value():
         return numbers_match(pred, gold, Decimal(0))
     tol = max(NUMBER_REL_TOL * abs(gold.value), NUMBER_ABS_TOL)
-    if gold.decimals is not None:
-        tol = min(tol, Decimal(5).scaleb(-gold.decimals - 1))
+    if gold.decimals is not None:   # strictly under half a unit: a value half a unit away
+        # rounds to the gold only by a tie-break (0.00000000005 is not 0.0000000001, issue 49)
+        tol = min(tol, Decimal(5).scaleb(-gold.decimals - 1).next_minus())
     return numbers_match(pred, gold, Decimal(0), tol)
 
 
@@ -181,9 +182,23 @@ def _gold_letter(gold: str, choices: Sequence[str] | None, texts: list[str]) -> 
     return letter
 
 
+_LETTER_THEN_TEXT = re.compile(r"\(?([A-Z])[).:]?\s+(\S.*)", re.DOTALL)
+
+
+def _letter_with_its_text(pred: str, texts: Sequence[str]) -> str | None:
+    """The letter of "E. (b)" / "(E) (b)" when what follows it is that option's own text
+    (MathVista pids 168 and 849, whose options are letters: issue 49), else None."""
+    m = _LETTER_THEN_TEXT.fullmatch(pred.strip())
+    if m is None or not texts:
+        return None
+    k = ord(m[1]) - ord("A")
+    return m[1] if 0 <= k < len(texts) and normalize_text(m[2]) == texts[k] != "" else None
+
+
 def verify_choice(pred: str, gold: str, choices: Sequence[str] | None = None) -> bool:
     n = len(choices) if choices else None
     texts = [normalize_text(str(c)) for c in choices] if choices else []
+    pred = _letter_with_its_text(pred, texts) or pred
     gold_letter = _gold_letter(gold, choices, texts)
     if gold_letter is None:
         if texts:

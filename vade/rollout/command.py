@@ -17,6 +17,7 @@ from pathlib import Path
 
 from vade.checks import check_int
 from vade.config_io import add_config_arguments, load_config, section
+from vade.content_digest import content_digest
 from vade.data.records import read_examples
 from vade.models.build import resolve_model_path
 from vade.rollout.difficulty import (
@@ -39,6 +40,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
+def resume_key(model: str, data: str | Path, out: str | Path) -> dict[str, str]:
+    """What written chunks depend on besides the config and seed: the model's and the data's
+    content (weights, tokenizer and config files), not their paths. The digests are cached in
+    ``<out>/.input-digests.json`` by (size, mtime, inode), so a rerun does not hash 15 GB of
+    weights again. A model given by hub name (no local folder) is keyed by its name."""
+    cache = Path(out) / ".input-digests.json"
+    model_id = (content_digest(model, cache) if Path(model).exists() else f"name:{model}")
+    return {"model": model_id, "data": content_digest(data, cache)}
+
+
 def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -55,13 +66,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(engine.groups)} engines of {cfg.tensor_parallel_size} GPU(s) each: "
               + " | ".join(",".join(g) for g in engine.groups), flush=True)
     chunks = Path(args.out) / "chunks"   # a killed job restarts after its last written chunk
-    data = Path(args.data).stat()
     try:
         result = initial_difficulty(engine, examples, cfg, seed=seed,
                                     progress=not args.no_progress, resume_dir=chunks,
-                                    resume_key={"model": str(model_path),
-                                                "data": [str(args.data), data.st_size,
-                                                         data.st_mtime_ns]})
+                                    resume_key=resume_key(model_path, args.data, args.out))
     finally:
         if hasattr(engine, "close"):
             engine.close()

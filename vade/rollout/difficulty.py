@@ -157,7 +157,8 @@ class _Chunks:
         text = json.dumps(key, sort_keys=True, default=str)
         key_file = folder / "key.json"
         if folder.is_dir() and (not key_file.is_file() or key_file.read_text() != text):
-            print(f"{folder}: written chunks are of other inputs or settings; starting over")
+            print(f"{folder}: written chunks are of {_what_changed(key_file, key)}; "
+                  "recomputing them")
             shutil.rmtree(folder)
         folder.mkdir(parents=True, exist_ok=True)
         if not key_file.is_file():
@@ -168,8 +169,16 @@ class _Chunks:
         path = self.folder / f"chunk-{k:06d}.npy"
         if not path.is_file():
             return None
-        values = np.load(path)
-        if values.shape != (rows,):
+        try:
+            values = np.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:   # truncated or garbled on disk
+            values, why = None, f"unreadable ({exc})"
+        else:
+            why = (f"holds {values.dtype} {values.shape}, expected int64 ({rows},)"
+                   if values.shape != (rows,) or values.dtype != np.int64 else "")
+        if why:
+            print(f"{path}: {why}; recomputing this chunk")
+            path.unlink(missing_ok=True)
             return None
         self.resumed += 1
         return values
@@ -179,6 +188,18 @@ class _Chunks:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.npy")
         np.save(tmp, np.asarray(values, dtype=np.int64))
         os.replace(tmp, path)
+
+
+def _what_changed(key_file: Path, key: Mapping[str, Any]) -> str:
+    """'another model', 'other data, settings' ...: which of the key's parts differ."""
+    try:
+        old = json.loads(key_file.read_text())
+    except (OSError, ValueError):
+        return "unknown inputs (no readable key.json)"
+    names = {"model": "another model", "data": "other data"}
+    new = json.loads(json.dumps(key, sort_keys=True, default=str))
+    diff = [names.get(k, k) for k in sorted(new) if not isinstance(old, dict) or old.get(k) != new[k]]
+    return ", ".join(diff) or "other inputs"
 
 
 def pass_histogram(correct: np.ndarray, g: int) -> list[int]:

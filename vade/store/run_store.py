@@ -9,6 +9,7 @@ the previous steps untouched.
 
 from __future__ import annotations
 
+import errno
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,6 +25,15 @@ from vade.store.file_format import connect_for_writing
 from vade.store.schema import CREATE_TABLES, view_sql
 
 __all__ = ["RunStore"]
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of ``path``, None when it is gone."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _metric_values(metrics: Mapping[str, float] | None) -> dict[str, float]:
@@ -63,6 +73,7 @@ class RunStore:
         self.run_id = run_id
         self.snapshot_every = int(snapshot_every)
         self.con = connect_for_writing(self.path)
+        self._identity = _identity(self.path)
         try:
             self.con.execute(CREATE_TABLES)
             self.con.execute(view_sql(temporary=False))
@@ -136,14 +147,34 @@ class RunStore:
             "beta": missing if beta is None else np.asarray(beta, np.float64),
         })
 
+    def check_file(self) -> None:
+        """Raise when the history file was deleted or replaced since it was opened: DuckDB
+        keeps writing to the open (deleted) file, so the run would end with no history
+        (issue 49, item 5: ``done.json`` written beside no history file)."""
+        if _identity(self.path) != self._identity:
+            raise ValueError(f"the history {self.path} was deleted or replaced while this run "
+                             "was writing it; the run stops: restore the file and rerun (it "
+                             "resumes), or delete the run folder to train again from step 0")
+
     def _transaction(self, work: Any) -> None:
-        self.con.execute("BEGIN TRANSACTION")
+        """``work`` in one transaction. DuckDB's failed write (a full disk) is an ``OSError``
+        naming the history, so the command says it in one line (``vade.cli``); the steps
+        committed before are kept."""
+        self.check_file()
         try:
-            work()
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
-        self.con.execute("COMMIT")
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                work()
+            except BaseException:
+                try:
+                    self.con.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass   # a failed write can invalidate the connection: nothing to undo
+                raise
+            self.con.execute("COMMIT")
+        except duckdb.IOException as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            raise OSError(errno.EIO, f"DuckDB's write failed ({first})", str(self.path)) from None
 
     def _peer_state(self, step: int, state: Any, ids: np.ndarray | None) -> None:
         """A peer sampler's per-sample state (``sample_state``: name -> array over sample ids)

@@ -14,6 +14,7 @@ out. A whole folder of runs skips the runs still being written and names them.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import IO
@@ -86,7 +87,16 @@ def run(args: argparse.Namespace) -> int:
                 "(raise --timeout, or narrow the query)")
     too_big = (f"the query and its output grew past --memory-limit {args.memory_limit} and were "
                f"stopped (raise --memory-limit, now {args.memory_limit}, or narrow the query)")
-    watch = Watch(con, args.timeout, budget)
+
+    def stuck(reason: str) -> None:
+        """The query ignored the interrupt: say so and end the process (``Watch``)."""
+        print(f"vade sql: error: {too_big if reason == 'memory' else too_long}", file=sys.stderr,
+              flush=True)
+        if args.output:
+            Path(args.output).unlink(missing_ok=True)   # a partial file is not a result
+        os._exit(2)
+
+    watch = Watch(con, args.timeout, budget, on_stuck=stuck)
     try:
         with watch, memory_cap(budget):
             check_select_only(con, sql)

@@ -17,6 +17,7 @@ run starts. The newest ``keep`` checkpoints are kept.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import random
@@ -74,10 +75,19 @@ def latest_checkpoint(directory: str | Path) -> Path | None:
 
 
 def _write_atomic(final: Path, write: Any) -> None:
+    """``write(tmp)`` then rename. A failed write (torch's writer reports a full disk as a
+    RuntimeError, "unexpected pos ...") is an ``OSError`` naming ``final``, so the command says
+    it in one line (``vade.cli``), and the temporary file is removed."""
     tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
     try:
         write(tmp)
         os.replace(tmp, final)
+    except RuntimeError as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        free = shutil.disk_usage(final.parent).free
+        raise OSError(errno.ENOSPC if free < (64 << 20) else errno.EIO,
+                      f"the write failed ({first}); {free / 2**20:.0f} MiB free on its disk",
+                      str(final)) from None
     finally:
         tmp.unlink(missing_ok=True)
 

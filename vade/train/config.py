@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from vade import methods
-from vade.checks import check_bool, check_choice, check_number, reject_unknown
+from vade.checks import check_bool, check_choice, check_name, check_number, reject_unknown
 from vade.config_io import check_sections, section
 from vade.tracking import TrackingConfig
 from vade.train.verl.config import VerlConfig
@@ -197,8 +197,7 @@ class TrainConfig:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"name must be a non-empty string, got {self.name!r}")
+        check_name("name", self.name)
         check_number("seed", self.seed, 0, 2**32 - 1, integer=True)
         check_choice("train.backend", self.backend, BACKENDS)
         check_choice("train.algorithm", self.algorithm, ALGORITHMS)

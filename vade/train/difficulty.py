@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from vade.data.parquet_read import read_table
 
@@ -26,6 +27,12 @@ def initial_alpha_beta(path: str | Path, sample_ids: np.ndarray) -> tuple[np.nda
     missing = {"sample_id", "correct", "rollouts"} - set(table.column_names)
     if missing:
         raise ValueError(f"{path}: missing column(s) {sorted(missing)}")
+    for name in ("sample_id", "correct", "rollouts"):
+        kind = table.schema.field(name).type
+        if not pa.types.is_integer(kind):   # pass rates (correct / G) would seed wrong priors
+            raise ValueError(f"{path}: column '{name}' is {kind}; it must hold integer counts "
+                             "(correct = rollouts answered right out of rollouts = G), as "
+                             "`vade init-difficulty` writes them")
     sid = table.column("sample_id").to_numpy().astype(np.int64)
     r = table.column("correct").to_numpy().astype(np.float64)
     g = table.column("rollouts").to_numpy().astype(np.float64)

@@ -24,14 +24,27 @@ OUTPUTS = {"done.json": "done.json", "history.duckdb": "history.duckdb.old",
            "final": "final", "mlflow.json": "mlflow.json"}
 
 
-class RunLock:
-    """Exclusive use of a run folder by this process (module doc)."""
+_HELD: dict[Path, int] = {}  # locks handed down in this process -> RunLocks inside them
 
-    def __init__(self, out: str | Path) -> None:
+
+class RunLock:
+    """Exclusive use of a run folder by this process (module doc). ``hand_down``: a RunLock of
+    the same folder taken later in this process, inside this one, is granted (``vade train
+    --log`` takes the lock before the trainer does; a second ``flock`` on a new file description
+    would refuse its own process)."""
+
+    def __init__(self, out: str | Path, *, hand_down: bool = False) -> None:
         self.path = Path(out) / ".lock"
         self._handle: IO[str] | None = None
+        self._nested = False
+        self._hand_down = hand_down
 
     def __enter__(self) -> RunLock:
+        key = self.path.absolute()
+        if key in _HELD:
+            _HELD[key] += 1
+            self._nested = True
+            return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(self.path, "a+")  # noqa: SIM115 - held until __exit__
         try:
@@ -48,9 +61,18 @@ class RunLock:
         handle.write(f"{os.getpid()}\n")
         handle.flush()
         self._handle = handle
+        if self._hand_down:
+            _HELD[key] = 1
         return self
 
     def __exit__(self, *exc: object) -> None:
+        key = self.path.absolute()
+        if self._nested:
+            _HELD[key] -= 1
+            self._nested = False
+            return
+        if self._hand_down:
+            _HELD.pop(key, None)
         if self._handle is not None:
             self._handle.close()  # releases the flock; the file stays (harmless, reused)
             self._handle = None

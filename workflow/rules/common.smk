@@ -40,7 +40,8 @@ except WorkflowError as exc:  # Snakemake's message prints the whole schema and 
     if not hasattr(cause, "absolute_path"):
         raise
     where = ".".join(str(p) for p in cause.absolute_path) or "(top level)"
-    raise WorkflowError(f"config {where}: {cause.message} (schema: "
+    message = cause.message if len(cause.message) <= 300 else cause.message[:300] + "..."
+    raise WorkflowError(f"config {where}: {message} (schema: "
                         "workflow/schemas/config.schema.yaml)") from None
 
 NAME = config["name"]
@@ -115,13 +116,14 @@ def prefetched(stage):
     return {"assets": CACHE_MANIFEST} if any(stage in a[2] for a in HUB_ASSETS) else {}
 
 
-def preflight(stage, log="{log}", extra=""):
+def preflight(stage, log="> {log}", extra=""):
     """The command a GPU job runs before its own: `vade preflight` (its findings in the rule's log,
-    which the stage's command then overwrites); '' when the stage has no GPU, so the CPU demo's
-    jobs run exactly what they ran before."""
+    which the stage's command then overwrites; `log` is the redirection, `>> {log}` where the
+    stage's command empties the log itself once it holds its lock); '' when the stage has no
+    GPU, so the CPU demo's jobs run exactly what they ran before."""
     if not config["resources"].get(stage, {}).get("gpu"):
         return ""
-    return (f"python -m vade preflight --stage {stage} --no-profile {extra} > {log} 2>&1 && ")
+    return (f"python -m vade preflight --stage {stage} --no-profile {extra} {log} 2>&1 && ")
 DATA = f"data/{NAME}"
 RESULTS = f"results/{NAME}"
 REPORTS = f"reports/{NAME}"

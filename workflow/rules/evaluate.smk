@@ -41,7 +41,7 @@ rule evaluate_repeat:  # (REPEAT_JOBS: eval_repeat_files asks for its outputs)
     conda:
         eval_env()
     shell:
-        preflight("evaluate", log="{log.main}", extra="--out {output}")
+        preflight("evaluate", log="> {log.main}", extra="--out {output}")
         + "python -m vade evaluate --config-json {params.cfg:q} --run-id {wildcards.run}"
         " --repeat {wildcards.repeat} --checkpoint {params.checkpoint} --data-dir {params.data_dir}"
         " --runtime-min {resources.runtime} --gpus {params.gpus} --judge-log {log.judge}"

@@ -29,9 +29,12 @@ rule train:
         **resources_of("train"),
     conda:
         engine_env(config["train"]["backend"] == "verl")
+    # `--log`, not `> {log}`: the log is emptied only once the run folder's lock is held, so
+    # a second trainer (`snakemake --nolock` beside a running job) is refused without wiping
+    # the running job's log; the GPU preflight appends to it for the same reason
     shell:
-        preflight("train", extra="--model {wildcards.model} --out {params.out}")
+        preflight("train", log=">> {log}", extra="--model {wildcards.model} --out {params.out}")
         + "python -m vade train --config-json {params.cfg:q}"
         " --backend {params.backend} --algorithm {wildcards.algorithm}"
         " --method {wildcards.method} --seed {wildcards.seed} --data-dir {params.data_dir}"
-        " --model {params.model} {params.difficulty} --out {params.out} > {log} 2>&1"
+        " --model {params.model} {params.difficulty} --out {params.out} --log {log}"

@@ -84,14 +84,34 @@ def _setup_torch(cfg: TrainConfig) -> None:
 
 def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
                 crash_after_step: int | None = None,
-                load_policy: Callable[[str, TrainConfig], Any] | None = None) -> dict[str, Any]:
+                load_policy: Callable[[str, TrainConfig], Any] | None = None,
+                guard: TimeGuard | None = None) -> dict[str, Any]:
     """Train, log, checkpoint; return the final metrics (also written to ``done.json``).
 
     ``crash_after_step`` raises after that step is logged and checkpointed (tests use it to
     simulate a kill). ``load_policy(path, cfg)`` builds the policy bundle (default:
     ``LocalPolicy.load``: the tiny/pretrained Qwen2.5-VL via ``vade.models``; tests and the
-    plumbing benchmark may pass ``vade.train.local.toy.ToyPolicy.load``).
+    plumbing benchmark may pass ``vade.train.local.toy.ToyPolicy.load``). ``guard``: the job's
+    time-limit guard, already installed by the caller (``vade train`` installs it first thing,
+    so a signal during start-up is not lost); else one is installed here, before anything is
+    read, and its handlers are given back at the end, after MLflow is closed (a second signal
+    while closing must not find the default handler, which ends the process with no message).
     """
+    own = guard is None
+    guard = TimeGuard.from_env().install() if guard is None else guard
+    try:
+        return _train_local(cfg, paths, progress=progress, crash_after_step=crash_after_step,
+                            load_policy=load_policy, guard=guard)
+    finally:
+        if own:
+            guard.restore()
+
+
+def _train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool,
+                 crash_after_step: int | None,
+                 load_policy: Callable[[str, TrainConfig], Any] | None,
+                 guard: TimeGuard) -> dict[str, Any]:
+
     # ---- inputs, checked before any model is loaded
     n_train = count_rows(paths.train)
     cfg.check_data(n_train)
@@ -108,16 +128,20 @@ def train_local(cfg: TrainConfig, paths: RunPaths, *, progress: bool = True,
     with RunLock(paths.out):  # one writer per folder, from here to done.json
         return _train(cfg, paths, progress=progress, crash_after_step=crash_after_step,
                       load_policy=load_policy or LocalPolicy.load, examples=examples,
-                      val_examples=val_examples, alpha=alpha, beta=beta)
+                      val_examples=val_examples, alpha=alpha, beta=beta, guard=guard)
 
 
 def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_step: int | None,
            load_policy: Callable[[str, TrainConfig], Any], examples: list[Any],
            val_examples: list[Any], alpha: np.ndarray | None, beta: np.ndarray | None,
-           ) -> dict[str, Any]:
+           guard: TimeGuard) -> dict[str, Any]:
     n_train = len(examples)
     _setup_torch(cfg)
     policy = load_policy(paths.model, cfg)
+    stop = guard.reason()
+    if stop:   # a signal while loading: stop before the folder or MLflow is touched
+        raise TimeLimitReached(f"{paths.run_id}: stopped before training, nothing changed in "
+                               f"{paths.out}: {stop}; run it again to resume")
     vade_prior = cfg.sampler_method != "vanilla"
     sampler = make_sampler(cfg.sampler_method, n_train, cfg.batch_size, seed=cfg.seed,
                            lambda1=cfg.sampler.lambda1, lambda2=cfg.sampler.lambda2,
@@ -132,7 +156,6 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
     state, store, recorder = run.state, run.store, run.recorder
     run_id = paths.run_id
     status = "FAILED"
-    guard = TimeGuard.from_env().install()  # the job's time limit: checkpoint, then exit
     try:
         store.start_run(method=cfg.method, sampler_config=sampler.config, config=cfg.to_dict())
         if state["step"] == 0:
@@ -216,6 +239,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
             if last:
                 break
         wall = time.perf_counter() - t_run
+        store.check_file()   # a history deleted after the last step: no done.json without it
         policy.save_final(paths.out / "final")
         eff = [r[0] for r in store.con.execute(
             "SELECT effective_ratio FROM steps WHERE run_id = ? ORDER BY step",
@@ -234,8 +258,10 @@ def _train(cfg: TrainConfig, paths: RunPaths, *, progress: bool, crash_after_ste
             "history": str(paths.history), "final_model": str(paths.out / "final"),
         }
         status = "FINISHED"
+    except TimeLimitReached:
+        status = "KILLED"   # stopped on purpose, checkpointed: the next submission resumes
+        raise
     finally:
-        guard.restore()
         recorder.close(status)
     _write_json(paths.out / "done.json", done)
     return done

@@ -79,16 +79,16 @@ def _check_history(paths: RunPaths, step: int, checkpoint: Any) -> None:
             f"{paths.history} and {paths.checkpoints} to train again from step 0")
 
 
-def _replay_to_mlflow(store: RunStore, recorder: RunRecorder, upto: int) -> None:
-    """A new MLflow run for a resumed history gets the history's metrics up to the resume step,
-    so MLflow shows what DuckDB holds."""
+def _backfill_mlflow(store: RunStore, recorder: RunRecorder, upto: int) -> int:
+    """The MLflow run gets the history's metrics up to the resume step that it lacks: all of
+    them for a new run, what a server that was down missed for a reopened one (issue 49: steps
+    6-12 never reached MLflow), so MLflow shows what DuckDB holds."""
     rows = store.con.execute("SELECT step, name, value FROM metrics WHERE run_id = ? AND "
                              "step <= ? ORDER BY step", [store.run_id, upto]).fetchall()
     by_step: dict[int, dict[str, float]] = {}
     for step, name, value in rows:
         by_step.setdefault(int(step), {})[name] = float(value)
-    for step, metrics in by_step.items():
-        recorder.log_metrics(metrics, step)
+    return recorder.backfill(by_step)
 
 
 def _open_store(paths: RunPaths, cfg: TrainConfig) -> RunStore:
@@ -152,10 +152,11 @@ def open_run(cfg: TrainConfig, paths: RunPaths, *, policy: Any, sampler: Any,
     (paths.out / "done.json").unlink(missing_ok=True)  # from here on the run is not finished
     record_run(paths.out, tracker)
     recorder = RunRecorder(store, tracker)
-    if state["step"] and tracker.created:
-        _replay_to_mlflow(store, recorder, state["step"])
+    sent = _backfill_mlflow(store, recorder, state["step"]) if state["step"] else 0
     if tracker.run_id is not None:
         _say(f"{paths.run_id}: {tracker.how}" + (f" ({note})" if note else "")
              + (f", with the history's {state['step']} steps" if state["step"]
-                and tracker.created else ""))
+                and tracker.created else "")
+             + (f", backfilled {sent} metric point(s) it lacked from the history"
+                if sent and not tracker.created else ""))
     return OpenRun(state, store, recorder, inputs)

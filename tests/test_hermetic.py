@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import ROOT, changed_paths, fingerprint
+from output_guard import ROOT, changed_paths, fingerprint
 from workflow_copy import clean_copy
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import changed_paths, fingerprint
+from output_guard import changed_paths, fingerprint
 
 # smoke_scale is not used here: other test modules import it (and the rest) from this module
 from smoke_pipeline import BIN, CONFIG, clone_env, smoke_scale, snakemake, write_config  # noqa: F401

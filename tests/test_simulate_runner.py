@@ -193,7 +193,7 @@ def test_report_writes_duckdb_csv_and_plots(tmp_path):
 
 
 def test_curves_draw_every_method_in_its_own_colour_and_style(tmp_path, monkeypatch):
-    """All 13 simulated methods on one plot (the lab's default list): every line has the method
+    """All 14 simulated methods on one plot (the lab's default list): every line has the method
     table's (colour, line style), and no two methods share a pair (tab10 by position gave
     vanilla and mmr1, dapo and sec, vade and sec-passrate one colour each). Real comparison on
     a tiny environment; the figure is taken before it is closed."""
@@ -209,7 +209,7 @@ def test_curves_draw_every_method_in_its_own_colour_and_style(tmp_path, monkeypa
     plot_curves(tmp_path / "c.png", comp)
     lines = {line.get_label(): (line.get_color(), line.get_linestyle())
              for line in drawn[0].axes[0].get_lines()}
-    assert set(lines) == set(METHODS) and len(METHODS) == 13
+    assert set(lines) == set(METHODS) and len(METHODS) == 14  # with mmr1-stale
     assert len(set(lines.values())) == len(lines)
     plt.close(drawn[0])
     assert all(to_hex(c) == to_hex(methods.get(m).colour) and s == methods.get(m).linestyle
@@ -228,7 +228,7 @@ def test_cli_quick_run_and_bad_config(tmp_path, capsys):
     assert (out / "simulate.duckdb").is_file() and (out / "curves.png").is_file()
     assert not (out / "sweep.png").exists()
     page = (out / "summary.html").read_text()  # a table and its figure, not a <pre> block
-    assert "<pre>" not in page and "<td>vade</td>" in page and page.count("<tr>") == 1 + 13
+    assert "<pre>" not in page and "<td>vade</td>" in page and page.count("<tr>") == 1 + len(METHODS)
     assert page.count('src="data:image/png;base64,') == 1 and "sweep" not in page
     bad = tmp_path / "bad.yaml"
     bad.write_text("dynamics:\n  learning_rate: -3\n")

@@ -214,7 +214,7 @@ def test_local_copies_are_hashed_once_then_only_when_changed(paper, tmp_path, mo
         hashed.append(Path(path))
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
-    for module in ("vade.cluster.prefetch", "vade.cluster.hashes"):   # wherever it hashes
+    for module in ("vade.cluster.prefetch", "vade.content_digest"):   # wherever it hashes
         if importlib.util.find_spec(module):
             monkeypatch.setattr(f"{module}.file_sha256", counting, raising=False)
     first = prefetch_mod.prefetch(cfg, log=lambda s: None)

@@ -12,7 +12,7 @@ hub gives ``cluster.local_assets``, one folder per asset id, which is staged the
 download's files are listed from huggingface_hub's own cache scan (``scan_cache_dir``: sizes,
 and the blob name, which is the file's sha256 for LFS files), not re-read: a rerun over a
 170 GB cache reads nothing. Local copies are hashed once, to name their snapshot, and again only
-where a file's size or modification time changed (``vade.cluster.hashes``).
+where a file's size or modification time changed (``vade.content_digest.HashManifest``).
 
 Failures are one line (``PrefetchError``) naming the asset and the alternative: a cache that
 cannot be written, a disk without room for what is about to be staged (checked first, from the
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from vade.cluster.assets import Asset, assets_of
-from vade.cluster.hashes import HashManifest
+from vade.content_digest import HashManifest
 from vade.data.writer import file_sha256
 from vade.eval.official import stage  # benchmarks' official prompt files, pinned (GitHub)
 from vade.job.config import ClusterConfig

@@ -150,7 +150,7 @@ def train_config(steps: int) -> dict:
                                "max_prompt_length": 64, "n_gpus_per_node": 1,
                                "tensor_model_parallel_size": 1,
                                "gradient_checkpointing": False}},
-            "sampler": {"snapshot_every": 2}, "dapo": {"max_rollout_factor": 2},
+            "sampler": {"snapshot_every": 2}, "dapo": {"max_rollout_factor": 6},
             "tracking": {"enabled": False}}
 
 
@@ -164,7 +164,7 @@ class Launch:
     def __init__(self, root: Path, out: str, *, algorithm: str = "grpo", method: str = "vade",
                  steps: int = STEPS) -> None:
         self.root, self.out = root, root / out
-        self.temp_dir = tempfile.mkdtemp(prefix="vr", dir="/tmp")  # Ray's socket paths: short
+        self.temp_dir = tempfile.mkdtemp(prefix="vengines", dir="/tmp")  # Ray's socket paths: short
         spec = {"config": train_config(steps), "algorithm": algorithm, "method": method,
                 "model_path": str(root / "model"), "data_dir": str(root / "data"),
                 "difficulty": str(root / "initial.parquet"), "out_dir": str(self.out),
@@ -430,8 +430,9 @@ def test_each_resume_starts_from_the_checkpoints_weights(world: Path, interrupte
                                                ("grpo", "diva")])
 def test_one_step_of_each_method(world: Path, algorithm: str, method: str) -> None:
     """GSPO (the sequence-level loss), DAPO (verl-recipe's trainer through ``dapo_entry``,
-    capped at 2 x the rollouts) and DIVA (its dataset, sampler and advantage): one step each,
-    through the real workers; the history holds it and the FSDP worker's weights moved."""
+    capped at 6 x the rollouts: random weights leave many groups all right or all wrong) and
+    DIVA (its dataset, sampler and advantage): one step each, through the real workers; the
+    history holds it and the FSDP worker's weights moved."""
     import torch
     from safetensors.torch import load_file
 

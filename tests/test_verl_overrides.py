@@ -246,3 +246,14 @@ def test_the_loss_comes_from_the_algorithm_block_shared_with_the_local_trainer(t
     assert "actor_rollout_ref.actor.use_kl_loss=true" in grpo
     with pytest.raises(ValueError, match="unknown key 'train.verl.kl_loss_coef'"):
         VerlConfig.from_dict({"kl_loss_coef": 0.01})
+
+
+def test_hydras_run_folder_is_inside_the_run(tmp_path):
+    """verl's entry is a Hydra app: without ``hydra.run.dir`` every launch wrote
+    ``outputs/<date>/<time>/`` (configs and the entry's log) into the launcher's working folder,
+    the checkout under Snakemake (seen when verl's real workers ran, tests/engines)."""
+    s = spec(out=str(tmp_path))
+    ov = build_overrides(s)
+    with initialize_config_dir(config_dir=verl_config_dir(), version_base=None):
+        cfg = compose("ppo_trainer", overrides=ov, return_hydra_config=True)
+    assert Path(cfg.hydra.run.dir) == s.out_dir.resolve() / "hydra"

@@ -6,6 +6,8 @@ outputs are). verl's names appear only here. The overrides are the whole interfa
 tests compose verl's real ``ppo_trainer`` config with every set this module emits (unknown keys
 fail there), so a renamed key in a future verl shows up in CI, not on the cluster.
 
+* Hydra's run folder is ``<out_dir>/hydra`` (Hydra's default, ``outputs/`` under the working
+  directory, put every run's logs in the checkout).
 * Length: ``trainer.total_training_steps`` = ``train.steps`` (verl's epoch loop is only an upper
   bound: ``total_epochs`` = steps, each epoch has at least one batch).
 * GRPO: ``algorithm.adv_estimator=grpo``, PPO-clip loss (``policy_loss.loss_mode=vanilla``).
@@ -194,6 +196,10 @@ def build_overrides(spec: RunSpec, *, tracking_uri: str | None = None,
         "trainer.resume_mode": "auto",
         "trainer.default_local_dir": str(out_dir / "checkpoints"),
         "trainer.max_actor_ckpt_to_keep": cfg.keep_checkpoints,
+        # Hydra's run folder (its .hydra/ configs and the entry's log): the run's own, not
+        # outputs/<date>/<time>/ under whatever folder the launcher was started in (the checkout,
+        # under Snakemake)
+        "hydra.run.dir": str(out_dir / "hydra"),
     }
     appended: dict[str, Any] = {
         "actor_rollout_ref.model.override_config.attn_implementation": verl.attention}

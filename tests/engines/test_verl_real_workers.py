@@ -57,7 +57,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("vllm", reason="verl's real workers need the engines environment: make engines")
-pytestmark = [pytest.mark.engines]
+pytestmark = [pytest.mark.engines, pytest.mark.e2e]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

@@ -9,6 +9,7 @@ DuckDB (collection is tested in test_report.py). Nothing is a stand-in.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ from vade.cli import main
 from vade.report import docsync
 from vade.report.collect import Curve, Inputs, RunInfo, parse_run_id
 from vade.report.export import COLUMNS, read_table, read_tables, table_rows, write_table
-from vade.report.numbers import holm, section
+from vade.report.numbers import by_method, holm, section
 from vade.report.regime import trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,6 +108,21 @@ def test_section_from_a_hand_made_table(tmp_path):
     assert "| 0.107 | 0.214 |" in text
     assert "| VADE - vanilla, validation at equal rollouts | 2 | 0.090 [-0.545, 0.725] | 0.323 | " \
            "0.323 |" in text
+
+
+def test_grpo_and_gspo_runs_of_one_seed_are_compared_within_their_algorithm(tmp_path):
+    """The demo trains GRPO and GSPO of each method on the same seed: each algorithm gets its
+    own part, with the same numbers as the GRPO table alone (on main, sorting two runs of one
+    method and seed raised TypeError and failed the demo's report)."""
+    grpo = read_table(_table(tmp_path))
+    gspo = {k.replace("-grpo-", "-gspo-"): replace(r, run_id=r.run_id.replace("-grpo-", "-gspo-"))
+            for k, r in grpo.items()}
+    alone = section(grpo, grid_step=1920)
+    both = section({**grpo, **gspo}, grid_step=1920)
+    assert both.startswith("### t GRPO\n\n") and "\n### t GSPO\n\n" in both
+    assert both.count(alone) == 2
+    with pytest.raises(ValueError, match="-grpo-vanilla-s0 and .*-gspo-vanilla-s0 are both vanilla seed 0"):
+        by_method({**grpo, **gspo})
 
 
 def test_holm_by_hand():

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from vade import methods
+from vade.grid import parse_run_id
 from vade.report.estimators import (
     area_under_curve,
     geometric_interval,
@@ -52,7 +53,15 @@ def by_method(table: Mapping[str, RunRows]) -> dict[str, dict[int, RunRows]]:
     for name in methods.NAMES:
         for label in sorted({r.label for r in table.values() if r.method == name},
                             key=lambda x: (x != name, x)):
-            out[label] = dict(sorted((r.seed, r) for r in table.values() if r.label == label))
+            runs = sorted((r for r in table.values() if r.label == label), key=lambda r: r.seed)
+            seen: dict[int, RunRows] = {}
+            for r in runs:
+                if r.seed in seen:
+                    raise ValueError(f"runs {seen[r.seed].run_id} and {r.run_id} are both "
+                                     f"{label} seed {r.seed}: one model and algorithm per "
+                                     "comparison (section() splits a table by them)")
+                seen[r.seed] = r
+            out[label] = seen
     return out
 
 
@@ -206,7 +215,23 @@ def _ratios(runs: Mapping[int, RunRows], ref: Mapping[int, RunRows],
 def section(table: Mapping[str, RunRows], *, fraction: float = 0.995, grid_step: float = 3840.0,
             plateau_checks: Sequence[int] = (), decimals: int = 2) -> str:
     """Markdown: the per-method table, DAPO's plateau, rollouts to target under both handlings
-    and the primary family with Holm's correction."""
+    and the primary family with Holm's correction; one such part per (model, algorithm) when
+    the table holds several (the demo trains GRPO and GSPO of each method on the same seeds:
+    runs are compared only within their model and algorithm)."""
+    groups: dict[tuple[str, str], dict[str, RunRows]] = {}
+    for key, rows in table.items():
+        run = parse_run_id(rows.run_id)
+        groups.setdefault((run.model, run.algorithm), {})[key] = rows
+    kwargs = {"fraction": fraction, "grid_step": grid_step, "plateau_checks": plateau_checks,
+              "decimals": decimals}
+    if len(groups) <= 1:
+        return _section(table, **kwargs)
+    return "\n".join(f"### {model} {algorithm.upper()}\n\n" + _section(runs, **kwargs)
+                     for (model, algorithm), runs in sorted(groups.items()))
+
+
+def _section(table: Mapping[str, RunRows], *, fraction: float, grid_step: float,
+             plateau_checks: Sequence[int], decimals: int) -> str:
     ms = by_method(table)
     d = decimals
     if not ms:

@@ -18,7 +18,7 @@ SMALL = ["--n-samples", "300", "--batch-size", "16", "--steps", "5"]
 def test_demo_runs_every_method_it_lists(tmp_path, capsys):
     """With its default method list (SEC included: its arms are the environment's difficulty
     levels), every method writes a run file and a summary row (about 8 s: 11 run files)."""
-    assert "sec" in demo.DEMO_METHODS and len(demo.DEMO_METHODS) == 11
+    assert "sec" in demo.DEMO_METHODS and len(demo.DEMO_METHODS) == 12  # with mmr1-stale
     assert main(["demo", *SMALL, "--out", str(tmp_path / "a")]) == 0
     out = capsys.readouterr().out
     assert "eff_ratio_last20" in out and f"{len(demo.DEMO_METHODS)} rows" in out  # the summary

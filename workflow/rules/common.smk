@@ -86,7 +86,7 @@ onstart:
         _rule = getattr(rules, _name).rule
         _rule.restart_times = max(_rule.restart_times or 0, BILL.retries(_stage))
         if BILL.retries(_stage):
-            logger.info(f"rule {_name}: {_rule.restart_times} retries (resumable jobs of up to "
+            logger.info(f"{_name} jobs get {_rule.restart_times} retries (resumable jobs of up to "
                         f"{BILL.retries(_stage) + 1} submissions, vade plan)")
 
 # `vade preflight`, the first command of every GPU job, reads the whole config from here (like the

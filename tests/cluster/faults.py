@@ -123,7 +123,11 @@ class Scenario:
 
 
 def hold_once_it_handles_sigurg(s: Scenario, pid: int) -> bool:
-    if not handles_sigurg(pid):
+    """Held mid-run: once the trainer handles SIGURG and its history is open. The handler is
+    installed before the data and model load (a signal then stops the run before training, with
+    nothing to checkpoint); the history opens once training starts."""
+    history = s.work / "results" / "tiny" / "runs" / s.run / "history.duckdb"
+    if not handles_sigurg(pid) or not history.exists():
         return False
     os.kill(pid, signal.SIGSTOP)
     s.notes.setdefault("held", []).append(time.time())

@@ -1,7 +1,7 @@
 """Ray's CPU count inside a real SLURM job step is the job's allocation, from SLURM's own record.
 
 Nothing stands in: the session's one-node SLURM cluster (``local_slurm``) runs ``srun -c 2``,
-and ``vade.cluster.resources.allocated_cpus`` runs inside that job step, as in a training job.
+and ``vade.job.cpus.allocated_cpus`` runs inside that job step, as in a training job.
 The node declares 16 or more CPUs, so the process's affinity (main's fallback when the step sets
 neither SLURM_CPUS_PER_TASK nor SLURM_JOB_CPUS_PER_NODE) would not be 2 unless SLURM said so.
 """
@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.cluster
 
-PROBE = ("import os; from vade.cluster.resources import allocated_cpus; "
+PROBE = ("import os; from vade.job.cpus import allocated_cpus; "
          "print(repr((allocated_cpus(), sorted(k for k in os.environ if 'CPU' in k))))")
 
 

@@ -68,11 +68,17 @@ def assert_uninterrupted_history(s: Scenario, smoke_runs: Runs) -> None:
 
 
 def assert_resumed_and_uninterrupted(s: Scenario, stopped: int, smoke_runs: Runs) -> None:
-    """The attempt after the ``stopped``-th resumed from the newest checkpoint there was when
-    that one was stopped, and the run ends with the uninterrupted run's history."""
-    newest = s.notes["checkpoints"][-1].removesuffix(".json")
+    """The ``stopped``-th attempt, held after its first checkpoint and then ended by SLURM's
+    SIGTERM (the time limit, ``scancel``), checkpointed the step it was in before KillWait's
+    SIGKILL; the next attempt resumed from that checkpoint, newer than any there was when it was
+    held, and the run ends with the uninterrupted run's history."""
+    newest = int(s.notes["checkpoints"][-1].removesuffix(".json").removeprefix("step_"))
+    signalled = re.search(r"checkpointed step (\d+) of 4 and stopped: SIGTERM", s.logs[stopped])
+    assert signalled, s.logs[stopped][-2000:]
+    step = int(signalled.group(1))
+    assert step > newest, (step, s.notes["checkpoints"])
     log = s.logs[stopped + 1]
-    assert f"resuming from {newest}.pt" in log, log[-2000:]
+    assert f"resuming from step_{step:08d}.pt" in log, log[-2000:]
     assert_uninterrupted_history(s, smoke_runs)
 
 

@@ -122,7 +122,7 @@ class Scenario:
             self.logs.append(text)
 
 
-def hold_once_it_handles_sigurg(s: Scenario, pid: int) -> bool:
+def hold_once_training_handles_sigurg(s: Scenario, pid: int) -> bool:
     """Held mid-run: once the trainer handles SIGURG and its history is open. The handler is
     installed before the data and model load (a signal then stops the run before training, with
     nothing to checkpoint); the history opens once training starts."""
@@ -209,7 +209,7 @@ class Running:
             "warned": start(work["warned"], cluster, WARNED,
                             limits_profile(tmp / "p-warned", WARN_MIN,
                                            f"'--signal=23@{WARN_S}'"),
-                            {0: hold_once_it_handles_sigurg}),
+                            {0: hold_once_training_handles_sigurg}),
         }
         self.third = work["cancelled"]
         self.thread = threading.Thread(target=self._watch, name="slurm-faults", daemon=True)

@@ -21,6 +21,14 @@ from vade import methods
 from vade.cluster.assets import missing_pins
 from vade.cluster.disk import disk_warnings, runs_checkpoint_gb
 from vade.cluster.memory import DEFAULT_GPU_GIB, check_layout, layout_of
+from vade.cluster.prompt_length import (
+    KEY,
+    PADDING_SLACK,
+    Longest,
+    longest_prompt,
+    prompt_means,
+    too_short,
+)
 from vade.cluster.resources import check_gpu_resources, idle_gpus, stage_gpus, used_gpus
 from vade.data.config import data_config_from_mapping
 from vade.eval.config import Benchmark, EvaluateConfig
@@ -193,24 +201,31 @@ def padded(config: Mapping[str, Any]) -> bool:
             and (train.get("verl") or {}).get("attention", "sdpa") != "flash_attention_2")
 
 
-def _update_positions(config: Mapping[str, Any], t: Any, rates: Mapping[str, float]) -> float:
+def _update_positions(config: Mapping[str, Any], t: Any, prompt: float) -> float:
     """Positions per response the update and log-prob passes compute: the padded length under
-    ``padded``, else the assumed mean prompt plus the response limit."""
+    ``padded``, else the mean prompt (the data's, else assumed) plus the response limit."""
     if padded(config):
         return float(t.verl.max_prompt_length + t.max_new_tokens)
-    return rates["prompt_tokens"] + t.max_new_tokens
+    return prompt + t.max_new_tokens
+
+
+def _run(config: Mapping[str, Any], cell: Cell) -> TrainConfig:
+    return TrainConfig.from_config(run_config(config, cell), algorithm=cell.algorithm,
+                                   method=cell.method, seed=cell.seed)
 
 
 def _training_line(config: Mapping[str, Any], cell: Cell, val_rows: int,
-                   rates: Mapping[str, float], gpus: int, working: int) -> Line:
+                   rates: Mapping[str, float], gpus: int, working: int,
+                   means: Mapping[str, float]) -> Line:
     """One run's line: billed on ``gpus`` (what SLURM holds), timed at the speed of
-    ``working`` (the GPUs verl's workers use; more asked for are idle, not faster)."""
-    t = TrainConfig.from_config(run_config(config, cell), algorithm=cell.algorithm,
-                                method=cell.method, seed=cell.seed)
+    ``working`` (the GPUs verl's workers use; more asked for are idle, not faster); ``means``
+    the data's mean prompt per model (``cluster.plan.prompt_tokens`` where not recorded)."""
+    t = _run(config, cell)
     per_step = t.batch_size * t.rollouts_per_prompt
     factor = t.dapo.max_rollout_factor if t.spec.shaping == "dapo" else 1.0
     generated = t.steps * per_step * t.max_new_tokens * factor
-    updated = t.steps * per_step * _update_positions(config, t, rates) * t.ppo_epochs
+    prompt = means.get(cell.model, rates["prompt_tokens"])
+    updated = t.steps * per_step * _update_positions(config, t, prompt) * t.ppo_epochs
     passes = int(t.val_before_train) + (
         t.steps // t.val_every + (1 if t.steps % t.val_every else 0) if t.val_every else 1)
     rows = min(val_rows, t.val_max_samples) if t.val_max_samples else val_rows
@@ -244,10 +259,18 @@ def pin_warnings(config: Mapping[str, Any], config_path: str = "<config>") -> li
 
 
 def make_bill(config: Mapping[str, Any], config_path: str = "<config>",
-              free_gb: Callable[[Path], float] | None = None) -> Bill:
+              free_gb: Callable[[Path], float] | None = None,
+              data_dir: str | Path | None = None) -> Bill:
     """The bill of a whole config (``check_gpu_resources`` first: a refused layout has none);
-    ``free_gb`` the free disk under a path (the checkpoints' check; tests pass a stand-in)."""
+    ``free_gb`` the free disk under a path (the checkpoints' check; tests pass a stand-in);
+    ``data_dir`` the built data whose manifest records the prompts' lengths (default
+    ``data/<name>``): a ``max_prompt_length`` below the longest is refused."""
     check_gpu_resources(config)
+    longest = longest_prompt(config, data_dir)
+    refusal = too_short(config, longest)
+    if refusal:
+        raise ValueError(refusal)
+    means = prompt_means(config, data_dir)
     cluster = ClusterConfig.from_config(config)
     keys = ("rollout_tokens_per_s", "update_tokens_per_s", "prompt_tokens", "job_overhead_min")
     rates = {k: cluster.plan.value(k)[0] for k in keys}
@@ -283,15 +306,14 @@ def make_bill(config: Mapping[str, Any], config_path: str = "<config>",
                           runtime, max(subs, 1), note))
     gpus = stage_gpus(config, "train")
     working = used_gpus(config, "train") or gpus   # the local backend: no verl workers
-    lines += [_training_line(config, c, val_rows, rates, gpus, working) for c in cells]
+    lines += [_training_line(config, c, val_rows, rates, gpus, working, means) for c in cells]
     assumptions.append(("training tokens", "steps x batch_size x rollouts_per_prompt x "
                         "max_new_tokens (x dapo.max_rollout_factor for DAPO) generated, + "
                         "the positions of each response's update and log-prob passes, + "
                         "validation passes",
                         "train section of the config (vade.train.config.TrainConfig)"))
     if padded(config) and cells:
-        t = TrainConfig.from_config(run_config(config, cells[0]), algorithm=cells[0].algorithm,
-                                    method=cells[0].method, seed=cells[0].seed)
+        t = _run(config, cells[0])
         real = rates["prompt_tokens"] + t.max_new_tokens
         pad = t.verl.max_prompt_length + t.max_new_tokens
         assumptions.append((
@@ -304,6 +326,17 @@ def make_bill(config: Mapping[str, Any], config_path: str = "<config>",
             "train.verl.attention: flash_attention_2 (VADE_FLASH_ATTN=1 when the env is "
             "built) removes it, or lower train.verl.max_prompt_length to the data's longest "
             "prompt"))
+    if means and not padded(config):
+        assumptions.append(("mean prompt", ", ".join(f"{m} {v:,.1f}" for m, v in means.items()),
+                            f"{longest.source or 'the data manifest'}: counted by each "
+                            "model's processor (vade build-data); replaces "
+                            "cluster.plan.prompt_tokens"))
+    if longest.tokens is None:
+        assumptions.append(("longest prompt", "not known", longest.reason))
+    else:
+        assumptions.append(("longest prompt", f"{longest.tokens:,} tokens ({longest.model}'s "
+                            f"processor; 99th percentile {longest.p99:,})",
+                            f"{longest.source} (vade build-data); {KEY} below it is refused"))
 
     ev_cfg = EvaluateConfig.from_dict(config.get("evaluate") or {})
     res = (config.get("resources") or {}).get("evaluate") or {}
@@ -334,6 +367,8 @@ def make_bill(config: Mapping[str, Any], config_path: str = "<config>",
     warnings = [f"resources.{st}.gpu asks for {n} GPU(s) no engine uses ({why}): "
                 f"{sum(x.hours * x.jobs for x in lines if _KEY[x.stage] == st) * n:.1f} "
                 "GPU-h idle in this bill" for st, n, why in idle_gpus(config)]
+    warnings += _padding_warnings(config, cells, longest, val_rows, rates, gpus, working,
+                                  means, lines)
     warnings += _memory_warnings(config, cells)
     warnings += pin_warnings(config, config_path)
     warnings += disk_warnings(config, free_gb)
@@ -345,6 +380,33 @@ def make_bill(config: Mapping[str, Any], config_path: str = "<config>",
                             "concurrently (vade preflight --stage train checks it too)"))
     return Bill(str(config.get("name", "?")), tuple(lines), tuple(assumptions),
                 tuple(warnings))
+
+
+def _padding_warnings(config: Mapping[str, Any], cells: list[Cell], longest: Longest,
+                      val_rows: int, rates: Mapping[str, float], gpus: int, working: int,
+                      means: Mapping[str, float], lines: list[Line]) -> list[str]:
+    """What padding every prompt to ``max_prompt_length`` costs, where it is more than
+    ``PADDING_SLACK`` of a response's positions above the data's longest prompt: the training
+    GPU-hours at ``max_prompt_length`` = the longest, priced as this bill prices them."""
+    if longest.tokens is None or not padded(config) or not cells:
+        return []
+    verl = dict((config.get("train") or {}).get("verl") or {})
+    t = _run(config, cells[0])
+    pad = t.verl.max_prompt_length + t.max_new_tokens
+    need = longest.tokens + t.max_new_tokens
+    if pad <= (1 + PADDING_SLACK) * need:
+        return []
+    tight = {**config, "train": {**config["train"],
+                                 "verl": {**verl, "max_prompt_length": longest.tokens}}}
+    now = sum(x.gpu_hours for x in lines if x.stage == "training")
+    then = sum(_training_line(tight, c, val_rows, rates, gpus, working, means).gpu_hours
+               for c in cells)
+    return [f"{KEY} = {t.verl.max_prompt_length:,} pads every prompt to it (train.verl."
+            f"attention: sdpa, no padding removal), but the data's longest prompt is "
+            f"{longest.tokens:,} tokens ({longest.model}'s processor, {longest.source}): each "
+            f"update and log-prob pass computes {pad:,} positions per response where {need:,} "
+            f"would do ({pad / need:.1f}x); {KEY}: {longest.tokens} bills training "
+            f"{then:,.1f} GPU-h instead of {now:,.1f}"]
 
 
 def _memory_warnings(config: Mapping[str, Any], cells: list[Cell]) -> list[str]:

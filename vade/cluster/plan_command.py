@@ -1,7 +1,8 @@
 """``vade plan``: the whole grid's GPU-hours per stage and in total, with every assumption named
 (``vade.cluster.bill``). Exit status 2 when the config's GPU layout is refused
-(``resources.<stage>.gpu`` below a tensor-parallel size) or an evaluation job cannot finish in
-its runtime."""
+(``resources.<stage>.gpu`` below a tensor-parallel size), an evaluation job cannot finish in
+its runtime, or ``train.verl.max_prompt_length`` is below the built data's longest prompt
+(``vade.cluster.prompt_length``)."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ from vade.cluster.disk import checkpoint_gb, params_of, runs_checkpoint_gb
 from vade.cluster.preflight_cache import check_cache_writable, check_local_datasets
 from vade.cluster.preflight_check import Check
 from vade.cluster.preflight_memory import check_judge_kv, check_training_memory
+from vade.cluster.prompt_length import check_prompt_length, data_manifest
 from vade.cluster.resources import check_gpu_resources, stage_gpus
 from vade.eval.config import EvaluateConfig
 from vade.grid import cells as grid_cells
@@ -332,6 +333,7 @@ def run_checks(config: Mapping[str, Any], stage: str, *, gpus: int | None = None
     if needed:
         checks += check_gpus(config, stage, seen, needed)
     if stage == "train":
+        checks.append(check_prompt_length(config, (root / data_manifest(config)).parent))
         checks += check_training_memory(config, model, seen)
     checks += check_assets(config, stage, environ)
     writable = check_cache_writable(config, stage)

@@ -1,21 +1,28 @@
 """``vade build-data``: build the configured dataset (synthetic or the paper's) into one folder.
 
-Reads only the ``data`` section and the top-level ``seed``; the output folder is an explicit
-argument (Snakemake passes ``data/<name>``). The folder appears whole or not at all.
+Reads the ``data`` section, the top-level ``seed``, the revision pins and the ``models``
+section (whose processors count the prompts' tokens: ``vade.data.prompt_tokens``); the output
+folder is an explicit argument (Snakemake passes ``data/<name>``). The folder appears whole or not at all.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from vade.config_io import add_config_arguments, load_config
 from vade.data.config import data_config_from_mapping
 from vade.data.paper import build_paper
 from vade.data.probe import format_probe, probe_sources
+from vade.data.prompt_tokens import prompt_token_entries
 from vade.data.synthetic import build_synthetic
+from vade.job.config import ClusterConfig
+from vade.job.revisions import pinned_revisions
 
 __all__ = ["add_arguments", "run"]
 
@@ -36,23 +43,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def prompt_counter(config: Mapping[str, Any]
+                   ) -> Callable[[list[Path]], dict[str, Any]] | None:
+    """What records each model's prompt lengths (``vade.data.prompt_tokens``), from the
+    config's ``models`` section; None without one. The processor is looked up in the hub
+    cache the job was given (``HF_HOME``, as the workflow sets it), else in
+    ``cluster.cache_dir`` (``vade build-data --config`` by hand), at the pinned revisions."""
+    models = config.get("models") or {}
+    if not models:
+        return None
+    cache = None if os.environ.get("HF_HOME") else ClusterConfig.from_config(config).cache_dir
+    revisions = pinned_revisions(config)
+    return lambda files: prompt_token_entries(files, models, revisions, cache)
+
+
 def run(args: argparse.Namespace) -> int:
-    cfg = data_config_from_mapping(load_config(args))
+    config = load_config(args)
+    cfg = data_config_from_mapping(config)
     if args.probe is not None:
         return _probe(cfg, args)
     if not args.out:
         raise ValueError("vade build-data needs --out DIR (or --probe N)")
     start = time.perf_counter()
     if cfg.kind == "synthetic":
-        manifest = build_synthetic(cfg, args.out, progress=not args.no_progress)
+        manifest = build_synthetic(cfg, args.out, progress=not args.no_progress,
+                                   prompt_tokens=prompt_counter(config))
     else:
         manifest = build_paper(cfg, args.out, skip_invalid=args.skip_invalid,
-                               progress=not args.no_progress)
+                               progress=not args.no_progress, prompt_tokens=prompt_counter(config))
     seconds = time.perf_counter() - start
     per_split = {s: sum(c.values()) for s, c in manifest["counts"].items()}
     print(f"vade build-data: {manifest['total_rows']} rows {per_split} -> {args.out} "
           f"in {seconds:.1f} s" + (f"; dropped invalid rows {manifest['invalid']}"
                                    if manifest.get("invalid") else ""))
+    for model, e in (manifest.get("prompt_tokens") or {}).items():
+        print(f"prompt tokens with {model}'s processor: " + (
+            f"longest {e['max']:,}, 99th percentile {e['p99']:,}, mean {e['mean']:,} "
+            f"({e['rows']:,} train and val rows)" if e.get("max") is not None else
+            f"not counted: {e['reason']}"))
     return 0
 
 

@@ -102,10 +102,13 @@ def _low_parse(spec: SourceSpec, tally: RowTally, threshold: float) -> str | Non
 
 
 def build_paper(cfg: DataConfig, out_dir: str | Path, *, skip_invalid: bool = False,
-                progress: bool = True, log: Callable[[str], None] = print) -> dict[str, Any]:
+                progress: bool = True, log: Callable[[str], None] = print,
+                prompt_tokens: Callable[[list[Path]], dict[str, Any]] | None = None
+                ) -> dict[str, Any]:
     """Build train/val parquet + manifest + catalog + exclusion keys into ``out_dir``.
 
-    ``skip_invalid`` accepts any parse rate (rows are always dropped and counted)."""
+    ``skip_invalid`` accepts any parse rate (rows are always dropped and counted);
+    ``prompt_tokens`` records the prompts' lengths (``vade.data.writer.write_dataset``)."""
     paper = cfg.paper
     assert paper is not None
     tasks = [t for t in sorted(paper.tasks) if paper.tasks[t]]
@@ -166,4 +169,4 @@ def build_paper(cfg: DataConfig, out_dir: str | Path, *, skip_invalid: bool = Fa
     }
     files = [SplitFile("train.parquet", "train", train), SplitFile("val.parquet", "val", val)]
     return write_dataset(out_dir, files, template=cfg.prompt_template, with_difficulty=False,
-                         manifest=manifest, extra_json={"exclusion_keys.json": keys_json})
+                         manifest=manifest, extra_json={"exclusion_keys.json": keys_json}, prompt_tokens=prompt_tokens)

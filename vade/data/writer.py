@@ -16,7 +16,7 @@ import os
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,9 +133,13 @@ def _swap_in(tmp: Path, out: Path) -> None:
 
 def write_dataset(out_dir: str | Path, files: Sequence[SplitFile], *, template: str,
                   with_difficulty: bool, manifest: dict[str, Any],
-                  extra_json: dict[str, Any] | None = None) -> dict[str, Any]:
+                  extra_json: dict[str, Any] | None = None,
+                  prompt_tokens: Callable[[list[Path]], dict[str, Any]] | None = None
+                  ) -> dict[str, Any]:
     """Write every file, the catalog, the manifest (``manifest`` is extended and returned) and
-    ``extra_json`` (file name -> JSON value; each file's sha256 goes into the manifest)."""
+    ``extra_json`` (file name -> JSON value; each file's sha256 goes into the manifest).
+    ``prompt_tokens`` gets the written train and val files and returns the manifest's
+    ``prompt_tokens`` (``vade.data.prompt_tokens``), inside the folder's atomic write."""
     out = Path(out_dir).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
@@ -166,6 +170,8 @@ def write_dataset(out_dir: str | Path, files: Sequence[SplitFile], *, template: 
             for task, n in sorted(Counter(i.task for i in sf.items).items()):
                 per_task[task] = per_task.get(task, 0) + n
         _write_catalog(tmp / "samples.duckdb", records, with_difficulty)
+        lengths = prompt_tokens([tmp / f.relpath for f in files if f.split in ("train", "val")]
+                                ) if prompt_tokens else None
         for name, value in (extra_json or {}).items():
             with open(tmp / name, "w") as f:
                 json.dump(value, f, indent=1, sort_keys=True)
@@ -175,6 +181,8 @@ def write_dataset(out_dir: str | Path, files: Sequence[SplitFile], *, template: 
         manifest["counts"] = counts
         manifest["total_rows"] = index
         manifest["files"] = file_info
+        if lengths is not None:
+            manifest["prompt_tokens"] = lengths
         manifest["catalog"] = {"path": "samples.duckdb", "table": "samples",
                                "note": "not hashed: DuckDB file bytes vary between writes; "
                                        "its rows mirror the parquet files"}

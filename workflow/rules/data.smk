@@ -12,7 +12,11 @@ rule build_data:
         # cluster.revisions and the revisions lock prefetch writes: the commits
         # data.paper.require_pinned checks the copies against (the lock's path only where set,
         # so configs without one keep their params)
-        cfg=as_json({"seed": config["seed"], "data": data_section(), "cluster": {
+        # models: whose processors count each prompt's tokens for the manifest
+        # (vade/data/prompt_tokens.py; the hub ids are staged by the prefetch above)
+        cfg=as_json({"seed": config["seed"], "data": data_section(), "models": {
+            m: {k: s[k] for k in ("kind", "name_or_path") if k in s}
+            for m, s in config.get("models", {}).items()}, "cluster": {
             "revisions": config.get("cluster", {}).get("revisions", {}),
             **({"revisions_lock": config["cluster"]["revisions_lock"]}
                if config.get("cluster", {}).get("revisions_lock") else {})}}),

@@ -9,6 +9,7 @@ any split, is redrawn. Domains share each split evenly (the remainder goes to th
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +65,11 @@ def make_items(cfg: SyntheticConfig, seed: int, split: str, counts: dict[str, in
     return [items[i] for i in order]
 
 
-def build_synthetic(cfg: DataConfig, out_dir: str | Path, *, progress: bool = True
+def build_synthetic(cfg: DataConfig, out_dir: str | Path, *, progress: bool = True,
+                    prompt_tokens: Callable[[list[Path]], dict[str, Any]] | None = None
                     ) -> dict[str, Any]:
-    """Render every split and write them (train first, so train's index = row position)."""
+    """Render every split and write them (train first, so train's index = row position);
+    ``prompt_tokens`` records the prompts' lengths (``vade.data.writer.write_dataset``)."""
     syn = cfg.synthetic
     total = syn.train + syn.val + syn.warmstart + syn.eval * len(syn.domains)
     seen: set[str] = set()
@@ -89,4 +92,4 @@ def build_synthetic(cfg: DataConfig, out_dir: str | Path, *, progress: bool = Tr
         "invalid": {}, "excluded_overlap": {},
     }
     return write_dataset(out_dir, files, template=cfg.prompt_template, with_difficulty=True,
-                         manifest=manifest)
+                         manifest=manifest, prompt_tokens=prompt_tokens)

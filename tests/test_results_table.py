@@ -218,6 +218,17 @@ def test_spearman_of_level_and_pass_rate_by_hand():
     assert np.isnan(got["b"][0])  # level 3 for both b items: constant
 
 
+
+def test_mean_pass_rate_by_level_by_hand():
+    """Levels 1, 1, 2, 3 with pass rates 0.9, 0.5, 0.4, 0.1: level 1 averages 0.7 over 2 items,
+    levels in increasing order whatever the input order."""
+    from vade.report.levels import level_means
+
+    got = level_means([3, 1, 2, 1], [0.1, 0.9, 0.4, 0.5])
+    assert list(got) == [1, 2, 3]
+    assert got[1] == pytest.approx((0.7, 2)) and got[2] == pytest.approx((0.4, 1))
+    assert got[3] == pytest.approx((0.1, 1))
+
 def test_export_command_reads_real_histories(tmp_path):
     """`vade results export` on a DuckDB history written by RunStore (real: the store, the
     collection, the CLI): vanilla, 4 steps of 2 prompts x 8 rollouts, validation at steps 0, 2,

@@ -2,6 +2,8 @@
 informative as that: the rank correlation (Spearman) between each training item's level
 (``vade.data.synthetic.levels``) and the base model's pass rate on it (the initial difficulty
 rollouts, r / G), overall and per domain. A correlation near 0 makes SEC near uniform sampling.
+Beside it, each level's mean pass rate: the number a published per-level table (MATH's levels
+1-5, which SEC's paper uses as arms) can be set against, since such tables give means, not items.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pyarrow.parquet as pq
 from vade.data.records import read_examples
 from vade.data.synthetic.levels import sec_labels
 
-__all__ = ["level_correlations", "level_lines", "pass_rates", "spearman"]
+__all__ = ["level_correlations", "level_lines", "level_means", "pass_rates", "spearman"]
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
@@ -40,6 +42,12 @@ def level_correlations(levels: Sequence[float], pass_rates: Sequence[float],
     return out
 
 
+def level_means(levels: Sequence[float], pass_rates: Sequence[float]) -> dict[int, tuple[float, int]]:
+    """level -> (mean pass rate of its items, items), levels in increasing order."""
+    lv, pr = np.asarray(levels, float), np.asarray(pass_rates, float)
+    return {int(v): (float(pr[lv == v].mean()), int((lv == v).sum())) for v in np.unique(lv)}
+
+
 def pass_rates(difficulty: str | Path) -> dict[int, float]:
     """sample id -> r / G of an initial difficulty file."""
 
@@ -57,6 +65,12 @@ def level_lines(train: str | Path, difficulty: str | Path | Mapping[int, float])
             if e.index in initial and lab is not None]
     if not rows:
         raise ValueError(f"{train}: no training row has both a level and an initial pass rate")
-    got = level_correlations(*zip(*rows))
-    return [f"{name}: Spearman(level, base pass rate) = {rho:+.3f} over {n} items"
-            for name, (rho, n) in got.items()]
+    levels, rates, domains = (np.asarray(c) for c in zip(*rows))
+    lines = []
+    for name, (rho, n) in level_correlations(levels, rates, domains).items():
+        keep = np.ones(len(levels), bool) if name == "all" else domains == name
+        means = "  ".join(f"L{lv} {m:.2f} ({k})"
+                          for lv, (m, k) in level_means(levels[keep], rates[keep]).items())
+        lines.append(f"{name}: Spearman(level, base pass rate) = {rho:+.3f} over {n} items; "
+                     f"mean pass rate by level: {means}")
+    return lines

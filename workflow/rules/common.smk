@@ -26,6 +26,7 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 from vade import methods as METHODS
 from vade.config_io import read_yaml
+from vade.config_schema import check as check_config
 from vade.provenance import source_version
 
 for _file in workflow.configfiles:  # Snakemake's YAML reader keeps the last of duplicate keys
@@ -33,16 +34,14 @@ for _file in workflow.configfiles:  # Snakemake's YAML reader keeps the last of 
         read_yaml(_file)
     except ValueError as exc:
         raise WorkflowError(str(exc)) from None
+# Types, ranges and choices: one line naming the dotted key, the value and what is allowed, as
+# every verb prints it (vade/config_schema.py); then Snakemake's own pass fills in the schema's
+# defaults (it cannot fail where the first passed: same schema, finite numbers only in ours).
 try:
-    validate(config, schema="../schemas/config.schema.yaml")
-except WorkflowError as exc:  # Snakemake's message prints the whole schema and config: one line
-    cause = exc.__context__  # jsonschema's ValidationError (Snakemake formats it into the text)
-    if not hasattr(cause, "absolute_path"):
-        raise
-    where = ".".join(str(p) for p in cause.absolute_path) or "(top level)"
-    message = cause.message if len(cause.message) <= 300 else cause.message[:300] + "..."
-    raise WorkflowError(f"config {where}: {message} (schema: "
-                        "workflow/schemas/config.schema.yaml)") from None
+    check_config(config)
+except ValueError as exc:
+    raise WorkflowError(f"{exc} (schema: workflow/schemas/config.schema.yaml)") from None
+validate(config, schema="../schemas/config.schema.yaml")
 
 NAME = config["name"]
 # The runs and each run's steps (a grid block may override train.steps): vade/grid.py, the one

@@ -1,0 +1,131 @@
+"""Types, ranges and choices live once, in ``workflow/schemas/config.schema.yaml`` (issue 46).
+
+All real: the schema file (or a copy of it edited in ``tmp_path``), jsonschema, the typed config
+classes and the ``vade`` CLI run in-process. Nothing is a stand-in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from vade import config_schema
+from vade.cli import main
+from vade.config_io import read_yaml
+from vade.eval.config import MATHVERSE_SUBSETS, MATHVISION_VARIANTS, EvaluateConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+BOUNDS = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")
+
+
+def _tiny_with(path: str, value: Any) -> dict[str, Any]:
+    config = read_yaml(ROOT / "config" / "tiny.yaml")
+    *parents, last = path.split(".")
+    node = config
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = value
+    return config
+
+
+@pytest.mark.parametrize("path, value, line", [
+    ("sampler.lambda1", 1.5, "config key 'sampler.lambda1' must be a number in [0, 1], got 1.5"),
+    ("train.lr", 0, "config key 'train.lr' must be a number in (0, 1], got 0"),
+    ("difficulty.rollouts", 1, "config key 'difficulty.rollouts' must be an integer >= 2, got 1"),
+    ("dapo.max_rollout_factor", math.nan,
+     "config key 'dapo.max_rollout_factor' must be a number, got nan"),
+    ("train.verl.attention", "flash",
+     "config key 'train.verl.attention' must be one of sdpa, flash_attention_2, got 'flash'"),
+    ("evaluate.repeats", 0, "config key 'evaluate.repeats' must be an integer in [1, 64], got 0"),
+    ("evaluate.judge.port", 70000,
+     "config key 'evaluate.judge.port' must be an integer in [1, 65535], got 70000"),
+    ("evaluate.seed", True, "config key 'evaluate.seed' must be an integer, got True"),
+    ("evaluate.judge.watchdog.hang", 3,
+     ("config key 'evaluate.judge.watchdog.hang' is unknown (did you mean 'hang_s'? allowed: "
+      "call_timeout_s, hang_s, interval_s, liveness_failures, liveness_timeout_s, max_retries, "
+      "min_calls, retry_delay_s, window_calls)")),
+])
+def test_a_bad_value_is_one_line_naming_key_value_and_range(path, value, line):
+    """The whole config, as the workflow checks it when Snakemake starts (common.smk)."""
+    with pytest.raises(ValueError) as err:
+        config_schema.check(_tiny_with(path, value))
+    assert str(err.value) == line
+
+
+def test_a_verb_refuses_its_section_with_the_same_line(capsys):
+    """``vade evaluate`` run by hand, outside Snakemake: its ``--config-json`` section is checked
+    against the same schema (before: ``evaluate.repeats = 0 is out of range [1, 64]``)."""
+    assert main(["evaluate", "--plan", "--config-json",
+                 json.dumps({"evaluate": {"repeats": 0}})]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "vade evaluate: error: config key 'evaluate.repeats' must be an integer in [1, 64], got 0"]
+
+
+def _bounded(node: dict[str, Any], defs: dict[str, Any], path: tuple[str, ...] = ()):
+    """(path, node) of every property of ``node`` with a numeric bound (objects and ``$ref``s
+    walked; the nodes are the schema's own, so editing one edits the schema)."""
+    for key, child in node.get("properties", {}).items():
+        if "$ref" in child:
+            child = defs[child["$ref"].removeprefix("#/$defs/")]
+        if any(b in child for b in BOUNDS):
+            yield (*path, key), child
+        yield from _bounded(child, defs, (*path, key))
+
+
+def _beyond(child: dict[str, Any], bound: str) -> float:
+    """A value just past ``bound`` (one the schema with that bound refuses)."""
+    step = 1 if "integer" in child["type"] else 0.5
+    return {"minimum": child.get("minimum", 0) - step, "exclusiveMinimum":
+            child.get("exclusiveMinimum"), "maximum": child.get("maximum", 0) + step,
+            "exclusiveMaximum": child.get("exclusiveMaximum")}[bound]
+
+
+def _nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out: Any = value
+    for key in reversed(path):
+        out = {key: out}
+    return out
+
+
+def test_every_evaluate_bound_lives_in_the_schema_only(tmp_path, monkeypatch):
+    """Each numeric bound of the ``evaluate`` section, deleted from a copy of the schema, no
+    longer refuses a value past it: no hand-written check in vade/eval repeats it. On main every
+    one of these values was refused by ``vade/eval/config.py``'s own range checks."""
+    schema = yaml.safe_load(config_schema.SCHEMA_PATH.read_text())
+    cases = []
+    for path, child in _bounded(schema["properties"]["evaluate"], schema["$defs"]):
+        for bound in BOUNDS:
+            if bound in child:
+                cases.append((path, child, bound, _beyond(child, bound)))
+    assert len(cases) >= 30, cases   # every bound of the section, not a few
+    for path, child, bound, value in cases:
+        with pytest.raises(ValueError, match=f"'evaluate.{'.'.join(path)}' must be"):
+            EvaluateConfig.from_dict(_nested(path, value))
+        bound_value = child.pop(bound)
+        copied = tmp_path / "config.schema.yaml"
+        copied.write_text(yaml.safe_dump(schema))
+        monkeypatch.setattr(config_schema, "SCHEMA_PATH", copied)
+        config_schema.schema.cache_clear()
+        config_schema._validator.cache_clear()
+        EvaluateConfig.from_dict(_nested(path, value))   # accepted: the schema alone refused it
+        child[bound] = bound_value
+    config_schema.schema.cache_clear()
+    config_schema._validator.cache_clear()
+
+
+def test_the_schema_enums_are_the_tables():
+    evaluate = config_schema.subschema("evaluate")["properties"]
+    assert evaluate["mathverse_subset"]["enum"] == list(MATHVERSE_SUBSETS)
+    assert evaluate["mathvision_variant"]["enum"] == list(MATHVISION_VARIANTS)
+
+
+def test_a_checked_mapping_is_built_with_floats_and_tuples():
+    cfg = EvaluateConfig.from_dict({"temperature": 1, "judge": {"extra_args": ["--x"]},
+                                    "plan": {"tokens_per_s": 5}})
+    assert type(cfg.temperature) is float and cfg.temperature == 1.0
+    assert cfg.judge.extra_args == ("--x",) and type(cfg.plan.tokens_per_s) is float

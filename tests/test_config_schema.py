@@ -18,6 +18,7 @@ from vade import config_schema
 from vade.cli import main
 from vade.config_io import read_yaml
 from vade.eval.config import MATHVERSE_SUBSETS, MATHVISION_VARIANTS, EvaluateConfig
+from vade.train.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUNDS = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")
@@ -92,28 +93,47 @@ def _nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
     return out
 
 
-def test_every_evaluate_bound_lives_in_the_schema_only(tmp_path, monkeypatch):
-    """Each numeric bound of the ``evaluate`` section, deleted from a copy of the schema, no
-    longer refuses a value past it: no hand-written check in vade/eval repeats it. On main every
-    one of these values was refused by ``vade/eval/config.py``'s own range checks."""
+def _read_section(section: str, value: dict[str, Any]) -> None:
+    """The typed reader a verb uses for ``section``: vade evaluate's, vade train's."""
+    if section == "evaluate":
+        EvaluateConfig.from_dict(value)
+    elif section == "sampler" and {"lambda1", "lambda2"} & set(value):
+        both = value.get("lambda1", value.get("lambda2"))  # the rule lambda1 <= lambda2 holds
+        TrainConfig.from_config({"sampler": {"lambda1": both, "lambda2": both}})
+    else:
+        TrainConfig.from_config({section: value})
+
+
+@pytest.mark.parametrize("section, at_least", [
+    ("evaluate", 50), ("sampler", 5), ("dapo", 3), ("diva", 6)])
+def test_every_bound_lives_in_the_schema_only(tmp_path, monkeypatch, section, at_least):
+    """Each numeric bound of a section, deleted from a copy of the schema, no longer refuses a
+    value past it: no hand-written check in the package repeats it. On main these values were
+    refused by vade/eval/config.py's and vade/train/config.py's own range checks."""
     schema = yaml.safe_load(config_schema.SCHEMA_PATH.read_text())
     cases = []
-    for path, child in _bounded(schema["properties"]["evaluate"], schema["$defs"]):
+    for path, child in _bounded(schema["properties"][section], schema["$defs"]):
         for bound in BOUNDS:
             if bound in child:
                 cases.append((path, child, bound, _beyond(child, bound)))
-    assert len(cases) >= 30, cases   # every bound of the section, not a few
+    assert len(cases) >= at_least, cases   # every bound of the section, not a few
+    copied = tmp_path / "config.schema.yaml"
+    monkeypatch.setattr(config_schema, "SCHEMA_PATH", copied)
     for path, child, bound, value in cases:
-        with pytest.raises(ValueError, match=f"'evaluate.{'.'.join(path)}' must be"):
-            EvaluateConfig.from_dict(_nested(path, value))
-        bound_value = child.pop(bound)
-        copied = tmp_path / "config.schema.yaml"
         copied.write_text(yaml.safe_dump(schema))
-        monkeypatch.setattr(config_schema, "SCHEMA_PATH", copied)
-        config_schema.schema.cache_clear()
-        config_schema._validator.cache_clear()
-        EvaluateConfig.from_dict(_nested(path, value))   # accepted: the schema alone refused it
+        _clear_caches()
+        with pytest.raises(ValueError, match=rf"^config key '{section}\.[\w.]+' must be"):
+            _read_section(section, _nested(path, value))
+        bound_value = child.pop(bound)
+        copied.write_text(yaml.safe_dump(schema))
+        _clear_caches()
+        _read_section(section, _nested(path, value))   # accepted: the schema alone refused it
         child[bound] = bound_value
+    monkeypatch.undo()
+    _clear_caches()
+
+
+def _clear_caches() -> None:
     config_schema.schema.cache_clear()
     config_schema._validator.cache_clear()
 

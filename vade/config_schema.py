@@ -88,11 +88,13 @@ def _validator(key: str) -> Any:
     return _Validator({**node, "$defs": schema()["$defs"]})
 
 
-def check(value: Any, key: str = "") -> None:
-    """Raise ValueError (``error_line``) unless ``value`` is valid for the dotted ``key``."""
+def check(value: Any, key: str = "", where: str | None = None) -> None:
+    """Raise ValueError (``error_line``) unless ``value`` is valid for the dotted ``key``;
+    ``where``: the key as the user wrote it, when it arrived under another name (the sampler
+    settings verl hands back as ``data.sampler.vade``)."""
     error = jsonschema.exceptions.best_match(_validator(key).iter_errors(value))
     if error is not None:
-        raise ValueError(error_line(error, key))
+        raise ValueError(error_line(error, key if where is None else where))
 
 
 def _shown(value: Any) -> str:

@@ -14,7 +14,7 @@ backend has sits in its own block: ``train.verl`` (GPUs, parallelism, micro-batc
 engine: ``VerlConfig``). Loss names follow verl (``ppo_epochs``, ``clip_ratio_low/high/c``,
 ``loss_agg_mode``, ``kl_loss_type``). The method (``train.method``) is a row of
 ``vade.methods``; its sampler, DAPO and DIVA options are the typed ``sampler``, ``dapo`` and
-``diva`` sections. Per-algorithm settings sit in the blocks ``train.grpo`` / ``train.gspo``; only
+``diva`` sections (their types and ranges: the schema, ``vade.config_schema``). Per-algorithm settings sit in the blocks ``train.grpo`` / ``train.gspo``; only
 the block of the chosen algorithm is used (both are validated). Defaults of the blocks: GRPO = verl's
 defaults with the paper's ``kl_loss_coef`` 0.01 (Table 4); GSPO = verl's GSPO example clip
 ratios (3e-4 / 4e-4, ``seq-mean-token-mean``) with the same KL coefficient (the paper used
@@ -30,6 +30,7 @@ from typing import Any
 from vade import methods
 from vade.checks import check_bool, check_choice, check_name, check_number, reject_unknown
 from vade.config_io import check_sections, section
+from vade.config_schema import build, check
 from vade.tracking import TrackingConfig
 from vade.train.verl.config import VerlConfig
 
@@ -125,12 +126,10 @@ class SamplerConfig:
     snapshot_every: int = 50   # steps; 0 = only the initial state
 
     def __post_init__(self) -> None:
-        check_number("lambda1", self.lambda1, 0.0, 1.0)
-        check_number("lambda2", self.lambda2, 0.0, 1.0)
+        # the ranges: the schema's ``sampler`` (checked where the section is read)
         if self.lambda1 > self.lambda2:
             raise ValueError(f"lambda1 = {self.lambda1} > lambda2 = {self.lambda2}: two-scale "
                              "decay needs lambda1 <= lambda2")
-        check_number("snapshot_every", self.snapshot_every, 0, _BIG, integer=True)
 
 
 @dataclass(frozen=True)
@@ -141,10 +140,6 @@ class DapoConfig:
     max_rollout_factor: float = 3.0
     max_num_gen_batches: int = 0   # 0: no limit (the rollout cap still applies)
 
-    def __post_init__(self) -> None:
-        check_number("max_rollout_factor", self.max_rollout_factor, 1.0, 1000.0)
-        check_number("max_num_gen_batches", self.max_num_gen_batches, 0, _BIG, integer=True)
-
 
 @dataclass(frozen=True)
 class DivaConfig:
@@ -153,11 +148,6 @@ class DivaConfig:
     k: float = 0.1                  # difficulty weighting exp(k * dd * sign(A)) on the global term
     low_reward: float = 0.15        # a group whose rewards all lie below this ...
     low_reward_scale: float = 0.1   # ... has its advantages multiplied by this
-
-    def __post_init__(self) -> None:
-        check_number("k", self.k, 0.0, 10.0)
-        check_number("low_reward", self.low_reward, 0.0, 1.0)
-        check_number("low_reward_scale", self.low_reward_scale, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -297,10 +287,13 @@ class TrainConfig:
         values["verl"] = VerlConfig.from_dict(train.get("verl"))
         values["grpo"] = algo_config(train, "grpo")
         values["gspo"] = algo_config(train, "gspo")
-        values["sampler"] = _build(SamplerConfig, section(config, "sampler", required=False),
-                                   "sampler")
-        values["dapo"] = _build(DapoConfig, section(config, "dapo", required=False), "dapo")
-        values["diva"] = _build(DivaConfig, section(config, "diva", required=False), "diva")
+        for key, kind in (("sampler", SamplerConfig), ("dapo", DapoConfig), ("diva", DivaConfig)):
+            part = section(config, key, required=False)
+            check(part, key)   # types and ranges: workflow/schemas/config.schema.yaml
+            try:
+                values[key] = build(kind, part)
+            except ValueError as exc:   # a rule between two keys (lambda1 <= lambda2)
+                raise ValueError(f"{key}.{exc}") from None
         values["tracking"] = TrackingConfig.from_dict(section(config, "tracking", required=False))
         for key in ("name", "seed"):
             if key in config:

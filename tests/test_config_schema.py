@@ -18,7 +18,7 @@ from vade import config_schema
 from vade.cli import main
 from vade.config_io import read_yaml
 from vade.eval.config import MATHVERSE_SUBSETS, MATHVISION_VARIANTS, EvaluateConfig
-from vade.train.config import TrainConfig
+from vade.train.config import AGG_MODES, BACKENDS, KL_TYPES, TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUNDS = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")
@@ -93,28 +93,38 @@ def _nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
     return out
 
 
-def _read_section(section: str, value: dict[str, Any]) -> None:
-    """The typed reader a verb uses for ``section``: vade evaluate's, vade train's."""
+def _read_section(section: str, path: tuple[str, ...], value: Any) -> None:
+    """The typed reader a verb uses for ``section`` (vade evaluate's, vade train's), given
+    ``value`` at ``path`` and, where a rule between keys would refuse it too, a partner key that
+    satisfies that rule (so only the bound itself is tried)."""
     if section == "evaluate":
-        EvaluateConfig.from_dict(value)
-    elif section == "sampler" and {"lambda1", "lambda2"} & set(value):
-        both = value.get("lambda1", value.get("lambda2"))  # the rule lambda1 <= lambda2 holds
-        TrainConfig.from_config({"sampler": {"lambda1": both, "lambda2": both}})
-    else:
-        TrainConfig.from_config({section: value})
+        EvaluateConfig.from_dict(_nested(path, value))
+        return
+    part = _nested(path, value)
+    if path in (("lambda1",), ("lambda2",)):   # lambda1 <= lambda2
+        part = {"lambda1": value, "lambda2": value}
+    elif path == ("val_n",):                     # several greedy answers are one answer
+        part["val_temperature"] = 1.0
+    elif path == ("verl", "n_gpus_per_node"):    # the tensor-parallel size divides the GPUs
+        part["verl"]["tensor_model_parallel_size"] = 1
+    elif path == ("verl", "tensor_model_parallel_size"):
+        part["verl"]["nnodes"] = value
+    TrainConfig.from_config({section: part})
 
 
 @pytest.mark.parametrize("section, at_least", [
-    ("evaluate", 50), ("sampler", 5), ("dapo", 3), ("diva", 6)])
+    ("evaluate", 50), ("sampler", 5), ("dapo", 3), ("diva", 6), ("train", 60)])
 def test_every_bound_lives_in_the_schema_only(tmp_path, monkeypatch, section, at_least):
     """Each numeric bound of a section, deleted from a copy of the schema, no longer refuses a
     value past it: no hand-written check in the package repeats it. On main these values were
-    refused by vade/eval/config.py's and vade/train/config.py's own range checks."""
+    refused by vade/eval/config.py's and vade/train/config.py's own range checks. Left out: a
+    tensor-parallel size of 0, which the rule "it divides the GPUs" refuses on its own."""
     schema = yaml.safe_load(config_schema.SCHEMA_PATH.read_text())
     cases = []
     for path, child in _bounded(schema["properties"][section], schema["$defs"]):
         for bound in BOUNDS:
-            if bound in child:
+            if bound in child and (path, bound) != (("verl", "tensor_model_parallel_size"),
+                                                    "minimum"):
                 cases.append((path, child, bound, _beyond(child, bound)))
     assert len(cases) >= at_least, cases   # every bound of the section, not a few
     copied = tmp_path / "config.schema.yaml"
@@ -123,11 +133,11 @@ def test_every_bound_lives_in_the_schema_only(tmp_path, monkeypatch, section, at
         copied.write_text(yaml.safe_dump(schema))
         _clear_caches()
         with pytest.raises(ValueError, match=rf"^config key '{section}\.[\w.]+' must be"):
-            _read_section(section, _nested(path, value))
+            _read_section(section, path, value)
         bound_value = child.pop(bound)
         copied.write_text(yaml.safe_dump(schema))
         _clear_caches()
-        _read_section(section, _nested(path, value))   # accepted: the schema alone refused it
+        _read_section(section, path, value)   # accepted: the schema alone refused it
         child[bound] = bound_value
     monkeypatch.undo()
     _clear_caches()
@@ -139,9 +149,14 @@ def _clear_caches() -> None:
 
 
 def test_the_schema_enums_are_the_tables():
+    """The choices the code implements and the schema's enums are the same lists."""
     evaluate = config_schema.subschema("evaluate")["properties"]
     assert evaluate["mathverse_subset"]["enum"] == list(MATHVERSE_SUBSETS)
     assert evaluate["mathvision_variant"]["enum"] == list(MATHVISION_VARIANTS)
+    loss = config_schema.subschema("train.grpo")["properties"]
+    assert loss["loss_agg_mode"]["enum"] == list(AGG_MODES)
+    assert loss["kl_loss_type"]["enum"] == list(KL_TYPES)
+    assert config_schema.subschema("train")["properties"]["backend"]["enum"] == list(BACKENDS)
 
 
 def test_a_checked_mapping_is_built_with_floats_and_tuples():

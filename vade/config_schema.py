@@ -13,7 +13,7 @@ jsonschema's ``ValidationError`` (``error_line``)::
     config key 'evaluate.repeats' must be an integer >= 1, got 0
 
 A number must be finite (YAML's ``.nan`` and JSON's ``NaN`` parse as floats that every range
-check would let through). The schema is read from the checkout (jobs run the package from it, and
+check would let through), and an integer a Python ``int`` (JSON Schema accepts ``4.0``). The schema is read from the checkout (jobs run the package from it, and
 ``make`` installs it editable).
 """
 
@@ -47,9 +47,15 @@ def _finite_number(checker: Any, value: Any) -> bool:
             and (not isinstance(value, float) or math.isfinite(value)))
 
 
+def _python_int(checker: Any, value: Any) -> bool:
+    """An int, not ``4.0``: JSON Schema calls 4.0 an integer, and ``range(4.0)`` fails later."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 _Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("number", _finite_number))
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"number": _finite_number, "integer": _python_int}))
 
 
 @functools.cache
@@ -83,16 +89,22 @@ def subschema(key: str) -> Mapping[str, Any]:
 
 
 @functools.cache
-def _validator(key: str) -> Any:
-    node = subschema(key)
+def _validator(key: str, defaults: bool) -> Any:
+    node = dict(subschema(key))
+    if defaults:
+        node.pop("required", None)
     return _Validator({**node, "$defs": schema()["$defs"]})
 
 
-def check(value: Any, key: str = "", where: str | None = None) -> None:
-    """Raise ValueError (``error_line``) unless ``value`` is valid for the dotted ``key``;
+def check(value: Any, key: str = "", where: str | None = None, *,
+          defaults: bool = False) -> None:
+    """Raise ValueError (``error_line``) unless ``value`` is valid for the dotted ``key``.
+
     ``where``: the key as the user wrote it, when it arrived under another name (the sampler
-    settings verl hands back as ``data.sampler.vade``)."""
-    error = jsonschema.exceptions.best_match(_validator(key).iter_errors(value))
+    settings verl hands back as ``data.sampler.vade``). ``defaults``: the section's own required
+    keys may be left out, because the reader has a default or a command-line flag for each
+    (``train.backend``: ``--backend``); the workflow's config file must still state them."""
+    error = jsonschema.exceptions.best_match(_validator(key, defaults).iter_errors(value))
     if error is not None:
         raise ValueError(error_line(error, key if where is None else where))
 

@@ -18,6 +18,8 @@ from vade import config_schema
 from vade.cli import main
 from vade.config_io import read_yaml
 from vade.eval.config import MATHVERSE_SUBSETS, MATHVISION_VARIANTS, EvaluateConfig
+from vade.rollout.difficulty import difficulty_config_from_section
+from vade.rollout.engine import ENGINES
 from vade.train.config import AGG_MODES, BACKENDS, KL_TYPES, TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +39,8 @@ def _tiny_with(path: str, value: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("path, value, line", [
     ("sampler.lambda1", 1.5, "config key 'sampler.lambda1' must be a number in [0, 1], got 1.5"),
     ("train.lr", 0, "config key 'train.lr' must be a number in (0, 1], got 0"),
-    ("difficulty.rollouts", 1, "config key 'difficulty.rollouts' must be an integer >= 2, got 1"),
+    ("difficulty.rollouts", 1,
+     "config key 'difficulty.rollouts' must be an integer in [2, 1024], got 1"),
     ("dapo.max_rollout_factor", math.nan,
      "config key 'dapo.max_rollout_factor' must be a number, got nan"),
     ("train.verl.attention", "flash",
@@ -100,6 +103,9 @@ def _read_section(section: str, path: tuple[str, ...], value: Any) -> None:
     if section == "evaluate":
         EvaluateConfig.from_dict(_nested(path, value))
         return
+    if section == "difficulty":
+        difficulty_config_from_section(_nested(path, value))
+        return
     part = _nested(path, value)
     if path in (("lambda1",), ("lambda2",)):   # lambda1 <= lambda2
         part = {"lambda1": value, "lambda2": value}
@@ -113,11 +119,13 @@ def _read_section(section: str, path: tuple[str, ...], value: Any) -> None:
 
 
 @pytest.mark.parametrize("section, at_least", [
-    ("evaluate", 50), ("sampler", 5), ("dapo", 3), ("diva", 6), ("train", 60)])
+    ("evaluate", 50), ("sampler", 5), ("dapo", 3), ("diva", 6), ("train", 60),
+    ("difficulty", 11)])
 def test_every_bound_lives_in_the_schema_only(tmp_path, monkeypatch, section, at_least):
     """Each numeric bound of a section, deleted from a copy of the schema, no longer refuses a
     value past it: no hand-written check in the package repeats it. On main these values were
-    refused by vade/eval/config.py's and vade/train/config.py's own range checks. Left out: a
+    refused by vade/eval/config.py's, vade/train/config.py's and vade/rollout/difficulty.py's
+    own range checks. Left out: a
     tensor-parallel size of 0, which the rule "it divides the GPUs" refuses on its own."""
     schema = yaml.safe_load(config_schema.SCHEMA_PATH.read_text())
     cases = []
@@ -157,6 +165,7 @@ def test_the_schema_enums_are_the_tables():
     assert loss["loss_agg_mode"]["enum"] == list(AGG_MODES)
     assert loss["kl_loss_type"]["enum"] == list(KL_TYPES)
     assert config_schema.subschema("train")["properties"]["backend"]["enum"] == list(BACKENDS)
+    assert config_schema.subschema("difficulty")["properties"]["engine"]["enum"] == list(ENGINES)
 
 
 def test_a_checked_mapping_is_built_with_floats_and_tuples():

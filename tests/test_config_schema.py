@@ -17,6 +17,10 @@ import yaml
 from vade import config_schema
 from vade.cli import main
 from vade.config_io import read_yaml
+from vade.data.benchmarks import BENCHMARK_SPLITS
+from vade.data.config import (CHART_STYLES, DATA_KINDS, OVERLAP_MATCH, SHORTFALL,
+                              SYNTHETIC_DOMAINS, data_config_from_mapping)
+from vade.data.sources import TASKS
 from vade.eval.config import MATHVERSE_SUBSETS, MATHVISION_VARIANTS, EvaluateConfig
 from vade.rollout.difficulty import difficulty_config_from_section
 from vade.rollout.engine import ENGINES
@@ -106,6 +110,12 @@ def _read_section(section: str, path: tuple[str, ...], value: Any) -> None:
     if section == "difficulty":
         difficulty_config_from_section(_nested(path, value))
         return
+    if section == "data":
+        part = _nested(path, value)
+        if path[0] == "paper":   # a paper block names its tasks
+            part["paper"].setdefault("tasks", {"geo3k": 1})
+        data_config_from_mapping({"data": part})
+        return
     part = _nested(path, value)
     if path in (("lambda1",), ("lambda2",)):   # lambda1 <= lambda2
         part = {"lambda1": value, "lambda2": value}
@@ -120,12 +130,12 @@ def _read_section(section: str, path: tuple[str, ...], value: Any) -> None:
 
 @pytest.mark.parametrize("section, at_least", [
     ("evaluate", 50), ("sampler", 5), ("dapo", 3), ("diva", 6), ("train", 60),
-    ("difficulty", 11)])
+    ("difficulty", 11), ("data", 23)])
 def test_every_bound_lives_in_the_schema_only(tmp_path, monkeypatch, section, at_least):
     """Each numeric bound of a section, deleted from a copy of the schema, no longer refuses a
     value past it: no hand-written check in the package repeats it. On main these values were
-    refused by vade/eval/config.py's, vade/train/config.py's and vade/rollout/difficulty.py's
-    own range checks. Left out: a
+    refused by the hand-written range checks of vade/eval/config.py, vade/train/config.py,
+    vade/rollout/difficulty.py and vade/data/config.py. Left out: a
     tensor-parallel size of 0, which the rule "it divides the GPUs" refuses on its own."""
     schema = yaml.safe_load(config_schema.SCHEMA_PATH.read_text())
     cases = []
@@ -166,6 +176,15 @@ def test_the_schema_enums_are_the_tables():
     assert loss["kl_loss_type"]["enum"] == list(KL_TYPES)
     assert config_schema.subschema("train")["properties"]["backend"]["enum"] == list(BACKENDS)
     assert config_schema.subschema("difficulty")["properties"]["engine"]["enum"] == list(ENGINES)
+    data = config_schema.subschema("data")["properties"]
+    assert data["kind"]["enum"] == list(DATA_KINDS)
+    synthetic, paper = data["synthetic"]["properties"], data["paper"]["properties"]
+    assert synthetic["domains"]["items"]["enum"] == list(SYNTHETIC_DOMAINS)
+    assert synthetic["chart_styles"]["items"]["enum"] == list(CHART_STYLES)
+    assert paper["tasks"]["propertyNames"]["enum"] == list(TASKS)
+    assert paper["exclude_benchmarks"]["items"]["enum"] == list(BENCHMARK_SPLITS)
+    assert paper["overlap_match"]["enum"] == list(OVERLAP_MATCH)
+    assert paper["shortfall"]["enum"] == list(SHORTFALL)
 
 
 def test_a_checked_mapping_is_built_with_floats_and_tuples():

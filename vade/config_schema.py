@@ -152,6 +152,11 @@ def error_line(error: jsonschema.ValidationError, prefix: str = "") -> str:
         return f"{head} must be {allowed}, got {_shown(value)}"
     if rule in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         return f"{head} must be {_kind(error.schema)} {_range(error.schema)}, got {_shown(value)}"
+    if rule == "enum" and "propertyNames" in error.schema_path:   # a key of a free mapping
+        close = difflib.get_close_matches(str(value), list(map(str, bound)), n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        return (f"config key '{_dotted(key, [value])}' is unknown ({hint}allowed: "
+                f"{', '.join(map(str, bound))})")
     if rule == "enum":
         return f"{head} must be one of {', '.join(map(str, bound))}, got {_shown(value)}"
     if rule == "const":
@@ -175,6 +180,8 @@ def error_line(error: jsonschema.ValidationError, prefix: str = "") -> str:
     if rule == "minItems":
         wanted = "a non-empty list" if bound == 1 else f"a list of at least {bound} items"
         return f"{head} must be {wanted}, got {_shown(value)}"
+    if rule == "minProperties":
+        return f"{head} must have at least {bound} key{'s' if bound > 1 else ''}, got {_shown(value)}"
     if rule == "uniqueItems":
         return f"{head} must not repeat an item, got {_shown(value)}"
     if rule == "pattern":

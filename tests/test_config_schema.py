@@ -18,8 +18,14 @@ from vade import config_schema
 from vade.cli import main
 from vade.config_io import read_yaml
 from vade.data.benchmarks import BENCHMARK_SPLITS
-from vade.data.config import (CHART_STYLES, DATA_KINDS, OVERLAP_MATCH, SHORTFALL,
-                              SYNTHETIC_DOMAINS, data_config_from_mapping)
+from vade.data.config import (
+    CHART_STYLES,
+    DATA_KINDS,
+    OVERLAP_MATCH,
+    SHORTFALL,
+    SYNTHETIC_DOMAINS,
+    data_config_from_mapping,
+)
 from vade.data.sources import TASKS
 from vade.eval.config import MATHVERSE_SUBSETS, MATHVISION_VARIANTS, EvaluateConfig
 from vade.rollout.difficulty import difficulty_config_from_section

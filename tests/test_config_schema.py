@@ -28,12 +28,21 @@ from vade.data.config import (
 )
 from vade.data.sources import TASKS
 from vade.eval.config import MATHVERSE_SUBSETS, MATHVISION_VARIANTS, EvaluateConfig
+from vade.models.config import model_config_from_section
 from vade.rollout.difficulty import difficulty_config_from_section
 from vade.rollout.engine import ENGINES
 from vade.train.config import AGG_MODES, BACKENDS, KL_TYPES, TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUNDS = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")
+# Bounds that a rule between keys refuses on its own too (so deleting the bound from the schema
+# cannot show the value passing): a tensor-parallel size of 0 divides no GPU count; the tiny
+# model's sizes are tied by divisibility and mrope_section's sum (vade/models/config.py).
+_TIED = ("hidden_size", "num_heads", "num_kv_heads", "vision_hidden_size", "vision_heads",
+         "patch_size", "spatial_merge_size", "min_pixels", "max_pixels")
+RULED_TOO = {(("verl", "tensor_model_parallel_size"), "minimum")} | {
+    (("tiny", key), bound) for key in _TIED for bound in BOUNDS} | {
+    (("tiny", "mrope_section"), bound) for bound in BOUNDS}
 
 
 def _tiny_with(path: str, value: Any) -> dict[str, Any]:
@@ -116,6 +125,9 @@ def _read_section(section: str, path: tuple[str, ...], value: Any) -> None:
     if section == "difficulty":
         difficulty_config_from_section(_nested(path, value))
         return
+    if section == "models":
+        model_config_from_section(_nested(path, value))
+        return
     if section == "data":
         part = _nested(path, value)
         if path[0] == "paper":   # a paper block names its tasks
@@ -136,19 +148,21 @@ def _read_section(section: str, path: tuple[str, ...], value: Any) -> None:
 
 @pytest.mark.parametrize("section, at_least", [
     ("evaluate", 50), ("sampler", 5), ("dapo", 3), ("diva", 6), ("train", 60),
-    ("difficulty", 11), ("data", 23)])
+    ("difficulty", 11), ("data", 23), ("models", 20)])
 def test_every_bound_lives_in_the_schema_only(tmp_path, monkeypatch, section, at_least):
     """Each numeric bound of a section, deleted from a copy of the schema, no longer refuses a
     value past it: no hand-written check in the package repeats it. On main these values were
     refused by the hand-written range checks of vade/eval/config.py, vade/train/config.py,
-    vade/rollout/difficulty.py and vade/data/config.py. Left out: a
-    tensor-parallel size of 0, which the rule "it divides the GPUs" refuses on its own."""
+    vade/rollout/difficulty.py, vade/data/config.py and vade/models/config.py. Left out: the
+    bounds a rule between keys enforces as well (``RULED_TOO``)."""
     schema = yaml.safe_load(config_schema.SCHEMA_PATH.read_text())
     cases = []
-    for path, child in _bounded(schema["properties"][section], schema["$defs"]):
+    node = schema["properties"][section]
+    if section == "models":   # each entry of models: what vade build-model reads as model
+        node = node["additionalProperties"]
+    for path, child in _bounded(node, schema["$defs"]):
         for bound in BOUNDS:
-            if bound in child and (path, bound) != (("verl", "tensor_model_parallel_size"),
-                                                    "minimum"):
+            if bound in child and (path, bound) not in RULED_TOO:
                 cases.append((path, child, bound, _beyond(child, bound)))
     assert len(cases) >= at_least, cases   # every bound of the section, not a few
     copied = tmp_path / "config.schema.yaml"
@@ -156,7 +170,8 @@ def test_every_bound_lives_in_the_schema_only(tmp_path, monkeypatch, section, at
     for path, child, bound, value in cases:
         copied.write_text(yaml.safe_dump(schema))
         _clear_caches()
-        with pytest.raises(ValueError, match=rf"^config key '{section}\.[\w.]+' must be"):
+        where = "model" if section == "models" else section
+        with pytest.raises(ValueError, match=rf"^config key '{where}\.[\w.]+' must be"):
             _read_section(section, path, value)
         bound_value = child.pop(bound)
         copied.write_text(yaml.safe_dump(schema))

@@ -29,6 +29,8 @@ from vade.data.config import (
 from vade.data.sources import TASKS
 from vade.eval.config import MATHVERSE_SUBSETS, MATHVISION_VARIANTS, EvaluateConfig
 from vade.models.config import model_config_from_section
+from vade.report.config import ReportConfig
+from vade.report.cost import COST_AXES
 from vade.rollout.difficulty import difficulty_config_from_section
 from vade.rollout.engine import ENGINES
 from vade.train.config import AGG_MODES, BACKENDS, KL_TYPES, TrainConfig
@@ -125,6 +127,9 @@ def _read_section(section: str, path: tuple[str, ...], value: Any) -> None:
     if section == "difficulty":
         difficulty_config_from_section(_nested(path, value))
         return
+    if section == "report":
+        ReportConfig.from_dict(_nested(path, value))
+        return
     if section == "models":
         model_config_from_section(_nested(path, value))
         return
@@ -148,12 +153,14 @@ def _read_section(section: str, path: tuple[str, ...], value: Any) -> None:
 
 @pytest.mark.parametrize("section, at_least", [
     ("evaluate", 50), ("sampler", 5), ("dapo", 3), ("diva", 6), ("train", 60),
-    ("difficulty", 11), ("data", 23), ("models", 20)])
+    ("difficulty", 11), ("data", 23), ("models", 20),
+    ("report", 9)])
 def test_every_bound_lives_in_the_schema_only(tmp_path, monkeypatch, section, at_least):
     """Each numeric bound of a section, deleted from a copy of the schema, no longer refuses a
     value past it: no hand-written check in the package repeats it. On main these values were
     refused by the hand-written range checks of vade/eval/config.py, vade/train/config.py,
-    vade/rollout/difficulty.py, vade/data/config.py and vade/models/config.py. Left out: the
+    vade/rollout/difficulty.py, vade/data/config.py, vade/models/config.py and
+    vade/report/config.py. Left out: the
     bounds a rule between keys enforces as well (``RULED_TOO``)."""
     schema = yaml.safe_load(config_schema.SCHEMA_PATH.read_text())
     cases = []
@@ -206,6 +213,7 @@ def test_the_schema_enums_are_the_tables():
     assert paper["exclude_benchmarks"]["items"]["enum"] == list(BENCHMARK_SPLITS)
     assert paper["overlap_match"]["enum"] == list(OVERLAP_MATCH)
     assert paper["shortfall"]["enum"] == list(SHORTFALL)
+    assert config_schema.subschema("report")["properties"]["cost_axis"]["enum"] == list(COST_AXES)
 
 
 def test_a_checked_mapping_is_built_with_floats_and_tuples():

@@ -124,7 +124,7 @@ def data_config_from_mapping(config: Mapping[str, Any]) -> DataConfig:
         raise ValueError("unknown key 'data.paper.revisions': pin hub revisions in "
                          "cluster.revisions (asset id -> commit)")
     check(data, "data", defaults=True)   # a verb's data.kind defaults to synthetic
-    check({"seed": config.get("seed", 0)}, "", defaults=True)
+    check(config.get("seed", 0), "seed")
     kwargs: dict[str, Any] = {k: data[k] for k in ("kind", "prompt_template", "val_fraction")
                               if k in data}
     kwargs["seed"] = config.get("seed", 0)

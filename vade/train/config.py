@@ -247,7 +247,7 @@ class TrainConfig:
         named = subschema("train")["properties"]   # a flag that sets a train key is checked too
         check({**train, **{k: v for k, v in flags.items() if k in named}}, "train",
               defaults=True)
-        check({"seed": flags.get("seed", config.get("seed", 0))}, "", defaults=True)
+        check(flags.get("seed", config.get("seed", 0)), "seed")
         values: dict[str, Any] = {**run, **{k: v for k, v in train.items()
                                             if k not in ("grpo", "gspo")}}
         values["verl"] = VerlConfig.from_dict(train.get("verl"))

@@ -83,13 +83,32 @@ def test_a_bad_value_is_one_line_naming_key_value_and_range(path, value, line):
     assert str(err.value) == line
 
 
-def test_a_verb_refuses_its_section_with_the_same_line(capsys):
-    """``vade evaluate`` run by hand, outside Snakemake: its ``--config-json`` section is checked
-    against the same schema (before: ``evaluate.repeats = 0 is out of range [1, 64]``)."""
-    assert main(["evaluate", "--plan", "--config-json",
-                 json.dumps({"evaluate": {"repeats": 0}})]) == 2
-    assert capsys.readouterr().err.strip().splitlines() == [
-        "vade evaluate: error: config key 'evaluate.repeats' must be an integer in [1, 64], got 0"]
+@pytest.mark.parametrize("argv, line", [
+    (["evaluate", "--plan"], "config key 'evaluate.repeats' must be an integer in [1, 64], got 0"),
+    (["train", "--data-dir", "d", "--model", "m", "--out", "o"],
+     "config key 'train.lr' must be a number in (0, 1], got 0"),
+    (["build-data", "--out", "o"],
+     "config key 'data.synthetic.image_size' must be an integer in [28, 1024], got 8"),
+    (["build-model", "--out", "o"],
+     "config key 'model.tiny.num_layers' must be an integer in [1, 128], got 0"),
+    (["init-difficulty", "--data", "d.parquet", "--model", "m", "--out", "o"],
+     "config key 'difficulty.rollouts' must be an integer in [2, 1024], got 1"),
+    (["report", "--out", "o"], "config key 'report.decimals' must be an integer in [0, 6], got 9"),
+], ids=["evaluate", "train", "build-data", "build-model", "init-difficulty", "report"])
+def test_a_verb_refuses_its_section_with_the_same_line(argv, line, capsys, tmp_path,
+                                                       monkeypatch):
+    """Each verb run by hand, outside Snakemake: the section in its ``--config-json`` is checked
+    against the same schema, one line, before anything is read or written (before: each reader's
+    own wording, e.g. ``evaluate.repeats = 0 is out of range [1, 64]``)."""
+    config = {"evaluate": {"repeats": 0}, "train": {"backend": "local", "lr": 0},
+              "data": {"synthetic": {"image_size": 8}}, "model": {"tiny": {"num_layers": 0}},
+              "difficulty": {"rollouts": 1}, "report": {"decimals": 9}}
+    section = {"build-data": "data", "build-model": "model",
+               "init-difficulty": "difficulty"}.get(argv[0], argv[0])
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "--config-json", json.dumps({section: config[section]})]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"vade {argv[0]}: error: {line}"]
+    assert not list(tmp_path.iterdir())   # nothing written
 
 
 def _bounded(node: dict[str, Any], defs: dict[str, Any], path: tuple[str, ...] = ()):

@@ -57,8 +57,10 @@ from vade.cluster.resources import check_gpu_resources
 
 # GPUs asked of SLURM against the tensor-parallel sizes (refused here, naming the keys, rather than
 # inside vLLM or Ray once the job runs), then the whole grid's bill (vade plan), computed on every
-# start: a value the schema lets through but the arithmetic refuses (a NaN lr, a 31-digit step
-# count) is one line naming the key, as the CLI prints it, not a traceback out of the bill.
+# start: a rule between keys that the schema cannot state (a mini-batch that does not divide the
+# batch, a tensor-parallel size that does not divide the GPUs) is one line naming the keys, as the
+# CLI prints it, not a traceback out of the bill. (A NaN lr or a 31-digit step count is the
+# schema's to refuse, above.)
 try:
     check_gpu_resources(config)
     BILL = make_bill(config, (workflow.configfiles or ['<config>'])[-1])

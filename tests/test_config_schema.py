@@ -137,32 +137,27 @@ def _nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
     return out
 
 
+# The typed reader each verb uses for its section (the section's mapping in, a typed object out).
+READERS = {
+    "evaluate": EvaluateConfig.from_dict,
+    "difficulty": difficulty_config_from_section,
+    "cluster": lambda part: ClusterConfig.from_config({"cluster": part}),
+    "report": ReportConfig.from_dict,
+    "models": model_config_from_section,
+    "data": lambda part: data_config_from_mapping({"data": part}),
+}
+
+
 def _read_section(section: str, path: tuple[str, ...], value: Any) -> None:
-    """The typed reader a verb uses for ``section`` (vade evaluate's, vade train's), given
-    ``value`` at ``path`` and, where a rule between keys would refuse it too, a partner key that
-    satisfies that rule (so only the bound itself is tried)."""
-    if section == "evaluate":
-        EvaluateConfig.from_dict(_nested(path, value))
-        return
-    if section == "difficulty":
-        difficulty_config_from_section(_nested(path, value))
-        return
-    if section == "cluster":
-        ClusterConfig.from_config({"cluster": _nested(path, value)})
-        return
-    if section == "report":
-        ReportConfig.from_dict(_nested(path, value))
-        return
-    if section == "models":
-        model_config_from_section(_nested(path, value))
-        return
-    if section == "data":
-        part = _nested(path, value)
-        if path[0] == "paper":   # a paper block names its tasks
-            part["paper"].setdefault("tasks", {"geo3k": 1})
-        data_config_from_mapping({"data": part})
-        return
+    """The typed reader a verb uses for ``section`` (``READERS``; vade train's for train,
+    sampler, dapo and diva), given ``value`` at ``path`` and, where a rule between keys would
+    refuse it too, a partner key that satisfies that rule (so only the bound itself is tried)."""
     part = _nested(path, value)
+    if section == "data" and path[0] == "paper":   # a paper block names its tasks
+        part["paper"].setdefault("tasks", {"geo3k": 1})
+    if section in READERS:
+        READERS[section](part)
+        return
     if path in (("lambda1",), ("lambda2",)):   # lambda1 <= lambda2
         part = {"lambda1": value, "lambda2": value}
     elif path == ("val_n",):                     # several greedy answers are one answer

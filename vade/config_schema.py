@@ -10,11 +10,12 @@ what a schema cannot say (one key against another, a path that must exist).
 Every refusal is one line naming the full dotted key, the value and what is allowed, made from
 jsonschema's ``ValidationError`` (``error_line``)::
 
-    config key 'evaluate.repeats' must be an integer >= 1, got 0
+    config key 'evaluate.repeats' must be an integer in [1, 64], got 0
 
 A number must be finite (YAML's ``.nan`` and JSON's ``NaN`` parse as floats that every range
-check would let through), and an integer a Python ``int`` (JSON Schema accepts ``4.0``). The schema is read from the checkout (jobs run the package from it, and
-``make`` installs it editable).
+check would let through), and an integer a Python ``int`` (JSON Schema accepts ``4.0``). The
+schema is read from the checkout (jobs run the package from it, and ``make`` installs it
+editable).
 """
 
 from __future__ import annotations
@@ -181,7 +182,8 @@ def error_line(error: jsonschema.ValidationError, prefix: str = "") -> str:
         wanted = "a non-empty list" if bound == 1 else f"a list of at least {bound} items"
         return f"{head} must be {wanted}, got {_shown(value)}"
     if rule == "minProperties":
-        return f"{head} must have at least {bound} key{'s' if bound > 1 else ''}, got {_shown(value)}"
+        keys = "one key" if bound == 1 else f"{bound} keys"
+        return f"{head} must have at least {keys}, got {_shown(value)}"
     if rule == "uniqueItems":
         return f"{head} must not repeat an item, got {_shown(value)}"
     if rule == "pattern":

@@ -71,6 +71,13 @@ def _tiny_with(path: str, value: Any) -> dict[str, Any]:
     ("evaluate.judge.port", 70000,
      "config key 'evaluate.judge.port' must be an integer in [1, 65535], got 70000"),
     ("evaluate.seed", True, "config key 'evaluate.seed' must be an integer, got True"),
+    ("train.steps", 4.0, "config key 'train.steps' must be an integer, got 4.0"),  # JSON Schema: one
+    ("evaluate.max_new_tokens", "x",
+     "config key 'evaluate.max_new_tokens' must be an integer or null, got 'x'"),
+    ("data.paper", {"tasks": {"geo4k": 1}},
+     ("config key 'data.paper.tasks.geo4k' is unknown (did you mean 'geo3k'? allowed: geo3k, "
+      "geo170k_qa, clevr_math, geos, geoqa_plus, geometry3k, figureqa, tabmwp, ai2d, chartqa, "
+      "scienceqa)")),
     ("evaluate.judge.watchdog.hang", 3,
      ("config key 'evaluate.judge.watchdog.hang' is unknown (did you mean 'hang_s'? allowed: "
       "call_timeout_s, hang_s, interval_s, liveness_failures, liveness_timeout_s, max_retries, "

@@ -71,7 +71,7 @@ def _tiny_with(path: str, value: Any) -> dict[str, Any]:
     ("evaluate.judge.port", 70000,
      "config key 'evaluate.judge.port' must be an integer in [1, 65535], got 70000"),
     ("evaluate.seed", True, "config key 'evaluate.seed' must be an integer, got True"),
-    ("train.steps", 4.0, "config key 'train.steps' must be an integer, got 4.0"),  # JSON Schema: one
+    ("train.steps", 4.0, "config key 'train.steps' must be an integer, got 4.0"),
     ("evaluate.max_new_tokens", "x",
      "config key 'evaluate.max_new_tokens' must be an integer or null, got 'x'"),
     ("data.paper", {"tasks": {"geo4k": 1}},

@@ -33,7 +33,8 @@ PACKAGE = ROOT / "vade"
 # the ground every module stands on.
 FLOORS: tuple[tuple[str, ...], ...] = (
     # 0: plain helpers: the package, console, config reader, locks, provenance, value checks
-    ("vade", "vade.console", "vade.config_io", "vade.lockfile", "vade.provenance", "vade.checks"),
+    ("vade", "vade.console", "vade.config_io", "vade.config_schema", "vade.lockfile",
+     "vade.provenance", "vade.checks"),
     # 1: the method table, the grid, tracking, a job's environment, the numpy cores
     ("vade.methods", "vade.grid", "vade.tracking", "vade.job", "vade.diva", "vade.sampling"),
     # 2: the DuckDB history, rewards

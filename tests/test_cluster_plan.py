@@ -133,7 +133,7 @@ def test_tiny_config_bills_no_gpu_hours():
     ({"train": {"verl": {"tensor_model_parallel_size": 8, "n_gpus_per_node": 8}},
       "resources": {"train": {"gpu": 8}}},
      "train.verl.tensor_model_parallel_size = 8 does not divide Qwen2.5-VL-7B-Instruct's 28"),
-    ({"cluster": {"plann": {}}}, "unknown key 'cluster.plann'"),
+    ({"cluster": {"plann": {}}}, "config key 'cluster.plann' is unknown"),
 ])
 def test_gpu_layout_below_tensor_parallel_is_refused_naming_the_keys(paper, edit, key):
     cfg = copy.deepcopy(paper)

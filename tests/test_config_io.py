@@ -42,9 +42,10 @@ def test_a_key_given_twice_is_refused_naming_it_and_its_lines(tmp_path):
     ("name: x\n", "config has no 'train' section"),
     ("name: x\ntrain: {steps: 3}\n", "train.backend is required"),
     ("name: x\ntrain: {backend: local, steps: 1000000000000000000000000000000}\n",
-     r"train.steps = 1000000000000000000000000000000 is out of range \[1, 1000000000\]"),
+     (r"config key 'train.steps' must be an integer in \[1, 1000000000\], "
+      "got 1000000000000000000000000000000")),
     ("name: x\ntrain: {backend: local, steps: 1.0e+30}\n",
-     "train.steps must be an integer, got 1e[+]30"),
+     "config key 'train.steps' must be an integer, got 1e[+]30"),
 ])
 def test_vade_train_refuses_a_lost_train_block_and_huge_numbers(tmp_path, capsys, text, message):
     """``train: null`` used to train on built-in defaults; a 31-digit ``steps`` gave numpy's

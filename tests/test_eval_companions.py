@@ -43,10 +43,13 @@ def test_paper_defaults_name_the_official_number_and_its_companions():
 
 
 @pytest.mark.parametrize("companions, key", [
-    ("x", "companions must be a list"),
-    ([{"name": "a", "task": "t"}], r"companions\[0\]\.metric must be a non-empty string"),
+    ("x", r"'evaluate.benchmarks\[0\].companions' must be a list"),
+    ([{"name": "a", "task": "t"}],
+     r"'evaluate.benchmarks\[0\].companions\[0\]\.metric' is required"),
+    ([{"name": "a", "task": "t", "metric": ""}],
+     r"'evaluate.benchmarks\[0\].companions\[0\]\.metric' must be a non-empty string"),
     ([{"name": "a", "task": "t", "metric": "m", "scale": 2}], r"companions\[0\]"),
-    ([{"name": "a", "task": "t", "metric": "m"}] * 2, "companions names must be distinct"),
+    ([{"name": "a", "task": "t", "metric": "m"}] * 2, "companions' must name each companion once"),
 ])
 def test_bad_companions_are_named(companions, key):
     bench = {"name": "B", "task": "t", "metric": "m", "companions": companions}

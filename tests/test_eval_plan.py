@@ -77,7 +77,7 @@ def test_the_mathverse_subset_is_counted_by_the_plan(paper):
     plan = make_plan(EvaluateConfig.from_dict(cfg), runtime_min=720, gpus=4)
     assert dict(plan.items)["MathVerse"] == dict(plan.items)["MathVerse (CoT)"] == 788
     assert plan.items_per_repeat == 1000 + 2 * 788 + 304 + 2017 + 2500 == 7397
-    with pytest.raises(ValueError, match="evaluate.mathverse_subset must be one of"):
+    with pytest.raises(ValueError, match="'evaluate.mathverse_subset' must be one of"):
         EvaluateConfig.from_dict({**cfg, "mathverse_subset": "vision"})
     with pytest.raises(ValueError, match="not both"):
         EvaluateConfig.from_dict({**cfg, "benchmarks": [{"name": "X", "task": "x",

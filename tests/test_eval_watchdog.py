@@ -153,7 +153,7 @@ def test_retry_budget_is_bounded_inside_the_block_only():
 
 
 def test_watchdog_config_names_bad_keys():
-    with pytest.raises(ValueError, match="unknown key 'evaluate.judge.watchdog.hang'"):
+    with pytest.raises(ValueError, match="config key 'evaluate.judge.watchdog.hang' is unknown"):
         JudgeConfig.from_dict({"watchdog": {"hang": 3}})
     with pytest.raises(ValueError, match="evaluate.judge.watchdog.max_retries"):
         JudgeConfig.from_dict({"watchdog": {"max_retries": 0}})

@@ -29,13 +29,14 @@ def test_config_defaults_and_errors_name_the_key():
     cfg = model_config_from_section({"kind": "tiny"})
     assert cfg.tiny.hidden_size == 128 and cfg.tiny.mrope_section == (4, 6, 6)
     assert cfg.warm_start.steps == 600 and cfg.warm_start.batch_size == 32
-    with pytest.raises(ValueError, match=r"unknown key 'model\.tiny\.hiden_size'"):
+    with pytest.raises(ValueError, match=r"config key 'model\.tiny\.hiden_size' is unknown"):
         model_config_from_section({"tiny": {"hiden_size": 64}})
-    with pytest.raises(ValueError, match=r"unknown key 'model\.colour'"):
+    with pytest.raises(ValueError, match=r"config key 'model\.colour' is unknown"):
         model_config_from_section({"colour": 1})
     with pytest.raises(ValueError, match=r"'model\.tiny\.mrope_section' must sum to head_dim/2 = 16"):
         model_config_from_section({"tiny": {"mrope_section": [4, 4, 4]}})
-    with pytest.raises(ValueError, match=r"model\.warm_start\.lr = -1 is out of range"):
+    with pytest.raises(ValueError, match=r"config key 'model\.warm_start\.lr' must be a number "
+                                         r"in \[1e-08, 1\], got -1"):
         model_config_from_section({"warm_start": {"lr": -1}})
     with pytest.raises(ValueError, match=r"'model\.name_or_path' is required"):
         model_config_from_section({"kind": "pretrained"})
@@ -130,7 +131,7 @@ def test_build_model_command_writes_a_loadable_folder(tmp_path, capsys):
 def test_build_model_command_errors_and_pretrained_pointer(tmp_path, capsys):
     assert _run_cli(tmp_path, {"seed": 0, "model": {"kind": "tiny", "tiny": {"bogus": 1}}},
                     "--warmstart", "x.parquet") == 2
-    assert "unknown key 'model.tiny.bogus'" in capsys.readouterr().err
+    assert "config key 'model.tiny.bogus' is unknown" in capsys.readouterr().err
     assert _run_cli(tmp_path, {"seed": 0, "model": {"kind": "tiny"}},
                     "--warmstart", str(tmp_path / "missing.parquet")) == 2
     assert "parquet file not found" in capsys.readouterr().err

@@ -411,7 +411,7 @@ def test_initial_difficulty_rollouts_on_the_cost_axis(fixture_dirs, tmp_path):
                  if not line.get_label().startswith("_")}
         plt.close(fig)
         assert first["dapo"] == 96.0 and first["vade"] == vade_x0
-    with pytest.raises(ValueError, match="report.cost_axis must be one of all, generated"):
+    with pytest.raises(ValueError, match="'report.cost_axis' must be one of all, generated"):
         ReportConfig.from_dict({"cost_axis": "yes"})
     with pytest.raises(ValueError, match="plateau_checks"):
         ReportConfig.from_dict({"plateau_checks": [300, 0]})

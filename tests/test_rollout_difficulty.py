@@ -93,9 +93,9 @@ def test_sample_ids_must_be_row_positions():
 
 def test_config_validation_names_the_key():
     assert difficulty_config_from_section(None) == DifficultyConfig()
-    with pytest.raises(ValueError, match=r"difficulty\.rollouts = 1 is out of range \[2,"):
+    with pytest.raises(ValueError, match=r"'difficulty\.rollouts' must be an integer in \[2,"):
         difficulty_config_from_section({"rollouts": 1})
-    with pytest.raises(ValueError, match=r"unknown key 'difficulty\.rollout'"):
+    with pytest.raises(ValueError, match=r"'difficulty\.rollout' is unknown"):
         difficulty_config_from_section({"rollout": 8})
     with pytest.raises(ValueError, match=r"'difficulty\.engine' must be one of"):
         difficulty_config_from_section({"engine": "sglang"})

@@ -27,7 +27,7 @@ def test_defaults_and_algorithm_blocks():
     assert [TrainConfig(method=m).sampler_method for m in ("diva", "vade-diva", "dapo", "greedy")
             ] == ["vanilla", "vade", "vanilla", "greedy"]
     assert TrainConfig.from_config({"diva": {"k": 0.2}}).diva.k == 0.2
-    with pytest.raises(ValueError, match="diva.low_reward_scale = 2"):
+    with pytest.raises(ValueError, match=r"'diva.low_reward_scale' must be a number in \[0, 1\], got 2"):
         TrainConfig.from_config({"diva": {"low_reward_scale": 2}})
 
 

@@ -404,9 +404,9 @@ def test_non_diva_cells_are_unchanged_and_bad_diva_settings_fail():
     keys = [o.split("=", 1)[0] for o in ov]
     assert not [k for k in keys if "diva" in k or "custom_cls" in k]
     assert "algorithm.adv_estimator=grpo" in ov and "data.train_batch_size=512" in ov
-    with pytest.raises(ValueError, match="unknown key 'diva.kk'"):
+    with pytest.raises(ValueError, match="config key 'diva.kk' is unknown"):
         TrainConfig.from_config({**config, "diva": {"kk": 1}}, method="diva")
-    with pytest.raises(ValueError, match=r"diva.low_reward_scale = 2.0 is out of range"):
+    with pytest.raises(ValueError, match=r"'diva.low_reward_scale' must be a number in \[0, 1\], got 2.0"):
         TrainConfig.from_config({**config, "diva": {"low_reward_scale": 2.0}}, method="diva")
     with pytest.raises(ValueError, match="'vade' is not a DIVA method"):
         apply_diva(cfg, {}, {})

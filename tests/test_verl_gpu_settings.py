@@ -41,8 +41,8 @@ def test_sdpa_by_default_and_flash_attn_only_when_asked():
     fa_model = fa["actor_rollout_ref"]["model"]
     assert fa_model["override_config"]["attn_implementation"] == "flash_attention_2"
     assert fa_model["use_remove_padding"] is True
-    with pytest.raises(ValueError, match="train.verl.attention must be one of"):
-        VerlConfig(attention="flash")
+    with pytest.raises(ValueError, match="'train.verl.attention' must be one of"):
+        VerlConfig.from_dict({"attention": "flash"})
 
 
 def test_ray_cpus_come_from_the_allocation():

@@ -154,9 +154,9 @@ def test_unknown_key_and_bad_values_fail():
             compose("ppo_trainer", overrides=ov + ["actor_rollout_ref.actor.optim.lrr=1e-6"])
     with pytest.raises(ValueError, match="train.ppo_mini_batch_size = 100 must divide"):
         paper_cfg(config={**PAPER, "train": {**PAPER["train"], "ppo_mini_batch_size": 100}})
-    with pytest.raises(ValueError, match="unknown key 'train.verl.batch'"):
+    with pytest.raises(ValueError, match="config key 'train.verl.batch' is unknown"):
         VerlConfig.from_dict({"batch": 4})
-    with pytest.raises(ValueError, match="unknown key 'train.verl.train_batch_size'"):
+    with pytest.raises(ValueError, match="config key 'train.verl.train_batch_size' is unknown"):
         VerlConfig.from_dict({"train_batch_size": 512})  # one name per concept: train.batch_size
     with pytest.raises(ValueError, match="tensor_model_parallel_size"):
         VerlConfig.from_dict({"tensor_model_parallel_size": 3})
@@ -244,7 +244,7 @@ def test_the_loss_comes_from_the_algorithm_block_shared_with_the_local_trainer(t
     assert "algorithm.norm_adv_by_std_in_grpo=true" in gspo
     assert "algorithm.norm_adv_by_std_in_grpo=false" in grpo
     assert "actor_rollout_ref.actor.use_kl_loss=true" in grpo
-    with pytest.raises(ValueError, match="unknown key 'train.verl.kl_loss_coef'"):
+    with pytest.raises(ValueError, match="config key 'train.verl.kl_loss_coef' is unknown"):
         VerlConfig.from_dict({"kl_loss_coef": 0.01})
 
 

@@ -13,7 +13,7 @@ from vade.data.records import example_from_row
 from vade.data.synthetic.generate import make_items
 from vade.data.writer import verl_row
 from vade.models.build import with_variants
-from vade.models.config import WarmStartConfig
+from vade.models.config import model_config_from_section
 from vade.models.testing import bar_examples
 
 
@@ -41,5 +41,6 @@ def test_non_synthetic_rows_are_refused_naming_the_key():
     with pytest.raises(ValueError, match="model.warm_start.variant_fraction: row index=.*"
                                          "has no variant builder"):
         with_variants(ex, np.arange(4), 0.5, seed=0)
-    with pytest.raises(ValueError, match="variant_fraction"):
-        WarmStartConfig(variant_fraction=1.5)
+    with pytest.raises(ValueError, match=r"'model.warm_start.variant_fraction' must be a number "
+                                         r"in \[0, 1\], got 1.5"):
+        model_config_from_section({"warm_start": {"variant_fraction": 1.5}})

@@ -1,10 +1,12 @@
-"""The one set of value checks: every config section, sampler and simulator validates with these.
+"""Value checks for what the config schema does not cover: the sampler cores' and the sampler
+lab's parameters (``config/simulate.yaml``), verl's ``data.sampler.vade`` block, run names.
 
-Why one module: a bound written twice drifts (a range open in one place and closed in another, a
-check present in one reader and missing in the next), and users see differently worded errors for
-the same mistake. Each check raises ValueError naming the key (``train.lr``, ``sampler.lambda1``,
-``data.synthetic.train``) and returns the value, so a reader can check and assign in one line.
-numpy only (numpy integers and floats count as numbers): the sampler core imports it.
+The pipeline config's own types and ranges live once, in ``workflow/schemas/config.schema.yaml``
+(``vade.config_schema``). Why these checks sit in one module: a bound written twice drifts (a
+range open in one place and closed in another), and users see differently worded errors for the
+same mistake. Each check raises ValueError naming the key and returns the value, so a reader can
+check and assign in one line. numpy only (numpy integers and floats count as numbers): the
+sampler core imports it.
 """
 
 from __future__ import annotations

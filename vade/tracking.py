@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vade.checks import check_bool, reject_unknown
+from vade.config_schema import build, check
 
 __all__ = ["MODES", "RECORD", "NullTracker", "Tracker", "TrackingConfig", "bound_http_retries",
            "flatten", "open_tracker", "probe_server", "record_run", "recorded_run"]
@@ -81,14 +81,9 @@ class TrackingConfig:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> TrackingConfig:
-        reject_unknown(values, {"enabled", "mlflow_uri", "experiment"}, "tracking")
-        out = cls(**dict(values))
-        check_bool("tracking.enabled", out.enabled)
-        for key in ("mlflow_uri", "experiment"):
-            value = getattr(out, key)
-            if value is not None and (not isinstance(value, str) or not value):
-                raise ValueError(f"tracking.{key} must be a non-empty string, got {value!r}")
-        return out
+        """The ``tracking`` section, checked against the schema (``vade.config_schema``)."""
+        check(values, "tracking")
+        return build(cls, values)
 
     def uri_for(self, name: str) -> str:
         """Config ``tracking.mlflow_uri``, else ``$MLFLOW_TRACKING_URI`` (how the workflow passes

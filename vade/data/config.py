@@ -1,8 +1,9 @@
 """The ``data`` config section as typed, validated objects (one place that knows its keys).
 
 ``kind: synthetic`` renders the CPU demo's tasks locally; ``kind: paper`` builds the paper's
-training set (Table 3) from Hugging Face sources. Values are checked once, here, so a typo or an
-out-of-range value fails before any image is rendered or read, and the message names the key.
+training set (Table 3) from Hugging Face sources. Values are checked once, against the schema's ``data``
+(``vade.config_schema``), so a typo or an out-of-range value fails before any image is rendered
+or read, and the message names the key; the classes keep the rules a schema cannot say.
 The per-task counts of the paper set live in the config (``data.paper.tasks``), never in code.
 """
 
@@ -12,10 +13,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from vade.checks import check_bool, check_float, check_int, reject_unknown
 from vade.config_io import section
-from vade.data.benchmarks import BENCHMARK_SPLITS
-from vade.data.sources import TASKS
+from vade.config_schema import build, check
 from vade.job.revisions import pinned_revisions  # cluster.revisions + its lock
 
 __all__ = [
@@ -43,24 +42,6 @@ SHORTFALL = ("take", "fail")
 DEFAULT_PROMPT_TEMPLATE = ("{question}\nThink briefly, then put the final answer in \\boxed{}.")
 
 
-def _opt_str(where: str, value: Any) -> str | None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise ValueError(f"config key '{where}' must be a non-empty string or null, got {value!r}")
-    return value
-
-
-def _choices(where: str, value: Any, allowed: tuple[str, ...]) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:
-        raise ValueError(f"config key '{where}' must be a non-empty list from {list(allowed)}, "
-                         f"got {value!r}")
-    for v in value:
-        if v not in allowed:
-            raise ValueError(f"config key '{where}' has {v!r}; allowed: {list(allowed)}")
-    if len(set(value)) != len(value):
-        raise ValueError(f"config key '{where}' lists a value twice: {list(value)}")
-    return tuple(value)
-
-
 @dataclass(frozen=True)
 class SyntheticConfig:
     """``data.synthetic``: sizes, image size and the difficulty spread of the rendered tasks.
@@ -82,20 +63,6 @@ class SyntheticConfig:
     noise: float = 0.25      # pixel noise std (fraction of 255) at difficulty 1
     max_count: int = 5       # math: dots to count, 1..max_count
     chart_styles: tuple[str, ...] = CHART_STYLES
-
-    def __post_init__(self) -> None:
-        w = "data.synthetic"
-        _choices(f"{w}.domains", list(self.domains), SYNTHETIC_DOMAINS)
-        check_int(f"{w}.train", self.train, 1, 10_000_000)
-        check_int(f"{w}.val", self.val, 0, 10_000_000)
-        check_int(f"{w}.warmstart", self.warmstart, 0, 10_000_000)
-        check_int(f"{w}.eval", self.eval, 0, 10_000_000)
-        check_int(f"{w}.image_size", self.image_size, 28, 1024)
-        check_float(f"{w}.difficulty_alpha", self.difficulty_alpha, 0.0, 100.0, open_lo=True)
-        check_float(f"{w}.difficulty_beta", self.difficulty_beta, 0.0, 100.0, open_lo=True)
-        check_float(f"{w}.noise", self.noise, 0.0, 1.0)
-        check_int(f"{w}.max_count", self.max_count, 2, 9)
-        _choices(f"{w}.chart_styles", list(self.chart_styles), CHART_STYLES)
 
 
 @dataclass(frozen=True)
@@ -119,34 +86,6 @@ class PaperConfig:
     require_pinned: bool = False   # refuse sources not pinned to a hub commit (cluster.revisions)
     revisions: Mapping[str, str] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        w = "data.paper"
-        if not isinstance(self.tasks, Mapping) or not self.tasks:
-            raise ValueError(f"config key '{w}.tasks' is required: a mapping task -> row count "
-                             f"(tasks: {sorted(TASKS)})")
-        for name, count in self.tasks.items():
-            if name not in TASKS:
-                raise ValueError(f"unknown key '{w}.tasks.{name}' (allowed: {sorted(TASKS)})")
-            check_int(f"{w}.tasks.{name}", count, 0, 10_000_000)
-        _opt_str(f"{w}.local_dir", self.local_dir)
-        _opt_str(f"{w}.cache_dir", self.cache_dir)
-        check_bool(f"{w}.use_hub", self.use_hub)
-        check_bool(f"{w}.require_pinned", self.require_pinned)
-        if isinstance(self.exclude, str) or not all(isinstance(p, str) and p for p in self.exclude):
-            raise ValueError(f"config key '{w}.exclude' must be a list of file paths, "
-                             f"got {self.exclude!r}")
-        if self.exclude_benchmarks:
-            _choices(f"{w}.exclude_benchmarks", list(self.exclude_benchmarks),
-                     tuple(BENCHMARK_SPLITS))
-        if self.overlap_match not in OVERLAP_MATCH:
-            raise ValueError(f"config key '{w}.overlap_match' must be one of {list(OVERLAP_MATCH)}, "
-                             f"got {self.overlap_match!r}")
-        check_int(f"{w}.overlap_max_distance", self.overlap_max_distance, 0, 64)
-        if self.shortfall not in SHORTFALL:
-            raise ValueError(f"config key '{w}.shortfall' must be one of {list(SHORTFALL)}, "
-                             f"got {self.shortfall!r}")
-        check_float(f"{w}.min_parse_rate", self.min_parse_rate, 0.0, 1.0)
-
 
 @dataclass(frozen=True)
 class DataConfig:
@@ -160,17 +99,13 @@ class DataConfig:
     paper: PaperConfig | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in DATA_KINDS:
-            raise ValueError(f"config key 'data.kind' must be one of {list(DATA_KINDS)}, "
-                             f"got {self.kind!r}")
-        check_int("seed", self.seed, 0, 2**63 - 1)
-        if not isinstance(self.prompt_template, str) or self.prompt_template.count("{question}") != 1:
+        # types, ranges and choices: the schema's ``data`` (checked in data_config_from_mapping)
+        if self.prompt_template.count("{question}") != 1:
             raise ValueError("config key 'data.prompt_template' must be a string holding "
                              "'{question}' exactly once")
         if "<image>" in self.prompt_template or "<video>" in self.prompt_template:
             raise ValueError("config key 'data.prompt_template' must not hold '<image>'/'<video>' "
                              "(the builder places one <image> per image)")
-        check_float("data.val_fraction", self.val_fraction, 0.0, 0.5)
         if self.kind == "paper" and self.paper is None:
             raise ValueError("config key 'data.paper' is required when data.kind is 'paper'")
 
@@ -182,39 +117,21 @@ class DataConfig:
         return out
 
 
-def _sub(values: Any, cls: type, where: str, convert: dict[str, Any] | None = None) -> Any:
-    if values is None:
-        values = {}
-    if not isinstance(values, Mapping):
-        raise ValueError(  # noqa: TRY004  (config errors are ValueError: the CLI prints them)
-            f"config key '{where}' must be a mapping, got {type(values).__name__}")
-    allowed = set(cls.__dataclass_fields__)
-    reject_unknown(values, allowed, where)
-    kwargs = dict(values)
-    for key, fn in (convert or {}).items():
-        if key in kwargs and isinstance(kwargs[key], list):
-            kwargs[key] = fn(kwargs[key])
-    return cls(**kwargs)
-
-
 def data_config_from_mapping(config: Mapping[str, Any]) -> DataConfig:
     """The whole config (``seed`` + ``data`` section) -> validated ``DataConfig``."""
     data = section(config, "data")
-    allowed = {"kind", "prompt_template", "val_fraction", "synthetic", "paper"}
-    reject_unknown(data, allowed, "data")
+    if isinstance(data.get("paper"), Mapping) and "revisions" in data["paper"]:
+        raise ValueError("unknown key 'data.paper.revisions': pin hub revisions in "
+                         "cluster.revisions (asset id -> commit)")
+    check(data, "data", defaults=True)   # a verb's data.kind defaults to synthetic
+    check(config.get("seed", 0), "seed")
     kwargs: dict[str, Any] = {k: data[k] for k in ("kind", "prompt_template", "val_fraction")
                               if k in data}
     kwargs["seed"] = config.get("seed", 0)
-    kwargs["synthetic"] = _sub(data.get("synthetic"), SyntheticConfig, "data.synthetic",
-                               {"domains": tuple, "chart_styles": tuple})
+    kwargs["synthetic"] = build(SyntheticConfig, data.get("synthetic") or {})
     if data.get("paper") is not None or data.get("kind") == "paper":
-        paper = dict(data.get("paper") or {}) if isinstance(data.get("paper"), Mapping) else \
-            data.get("paper")
-        if isinstance(paper, dict):
-            if "revisions" in paper:
-                raise ValueError("unknown key 'data.paper.revisions': pin hub revisions in "
-                                 "cluster.revisions (asset id -> commit)")
-            paper["revisions"] = pinned_revisions(config)
-        kwargs["paper"] = _sub(paper, PaperConfig, "data.paper",
-                               {"exclude": tuple, "exclude_benchmarks": tuple})
-    return DataConfig(**kwargs)
+        paper = data.get("paper")
+        if paper is not None:
+            kwargs["paper"] = build(PaperConfig, {**paper, "tasks": dict(paper["tasks"]),
+                                                  "revisions": pinned_revisions(config)})
+    return build(DataConfig, kwargs)

@@ -12,35 +12,18 @@ average@k: ``repeats`` runs with seeds ``seed, seed+1, ...`` and sampling ``temp
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from vade.checks import check_bool, check_float, check_int, reject_unknown
+from vade.config_schema import build, check
 from vade.eval.watchdog_config import WatchdogConfig
 
 __all__ = ["MATHVERSE_SUBSETS", "MATHVISION_VARIANTS", "PAPER_BENCHMARKS", "Benchmark", "Companion",
            "EvaluateConfig", "JudgeConfig", "PlanConfig", "PolicyConfig", "paper_benchmarks"]
 
-
-def _check_ints(v: Mapping[str, Any], where: str, specs: tuple[tuple[str, int, int], ...]) -> None:
-    """Every ``(key, lo, hi)`` of ``specs`` that ``v`` sets (not null) is an integer in range."""
-    for key, lo, hi in specs:
-        if v.get(key) is not None:
-            check_int(f"{where}.{key}", v[key], lo, hi)
-
-
-def _memory_share(v: dict[str, Any], where: str) -> None:
-    """``gpu_memory_utilization``, when set, is a fraction in (0, 1] (stored as a float)."""
-    if "gpu_memory_utilization" in v:
-        v["gpu_memory_utilization"] = check_float(f"{where}.gpu_memory_utilization",
-                                                  v["gpu_memory_utilization"], 0.0, 1.0,
-                                                  open_lo=True)
-
-
-def _strings(v: Mapping[str, Any], where: str, keys: tuple[str, ...]) -> None:
-    for key in keys:
-        if not isinstance(v.get(key), str) or not v[key]:
-            raise ValueError(f"{where}.{key} must be a non-empty string, got {v.get(key)!r}")
+# Types, ranges and choices of every key: the ``evaluate`` section of
+# workflow/schemas/config.schema.yaml (vade.config_schema). The classes below are built from
+# checked mappings and check only what the schema cannot say: one key against another.
 
 
 @dataclass(frozen=True)
@@ -53,11 +36,6 @@ class Companion:
     task: str
     metric: str
 
-    @classmethod
-    def from_dict(cls, v: Mapping[str, Any], where: str) -> Companion:
-        reject_unknown(v, {f.name for f in fields(cls)}, where)
-        _strings(v, where, ("name", "task", "metric"))
-        return cls(v["name"], v["task"], v["metric"])
 
 
 @dataclass(frozen=True)
@@ -83,23 +61,13 @@ class Benchmark:
         return tuple(dict.fromkeys([self.task, *(c.task for c in self.companions)]))
 
     @classmethod
-    def from_dict(cls, v: Mapping[str, Any], where: str) -> Benchmark:
-        reject_unknown(v, {f.name for f in fields(cls)}, where)
-        _strings(v, where, ("name", "task", "metric"))
-        scale = check_float(f"{where}.scale", v.get("scale", 100.0), 0.0, 1e9, open_lo=True)
-        check_bool(f"{where}.judge", v.get("judge", False))
-        if v.get("items") is not None:
-            check_int(f"{where}.items", v["items"], 1, 10**9)
-        comps = v.get("companions") or []
-        if not isinstance(comps, (list, tuple)):
-            raise ValueError(f"{where}.companions must be a list")  # noqa: TRY004
-        companions = tuple(Companion.from_dict(c if isinstance(c, Mapping) else {},
-                                               f"{where}.companions[{i}]")
-                           for i, c in enumerate(comps))
+    def from_checked(cls, v: Mapping[str, Any], where: str) -> Benchmark:
+        """From an entry of ``evaluate.benchmarks`` the schema has checked."""
+        companions = tuple(build(Companion, c) for c in v.get("companions") or ())
         if len({c.name for c in companions}) != len(companions):
-            raise ValueError(f"{where}.companions names must be distinct")
-        return cls(v["name"], v["task"], v["metric"], float(scale), v.get("judge", False),
-                   v.get("items"), companions)
+            raise ValueError(f"config key '{where}.companions' must name each companion once, "
+                             f"got {[c.name for c in companions]}")
+        return build(cls, {**v, "companions": companions})
 
 
 # The paper's five benchmarks (Section 4.1). The three math benchmarks are our own lmms-eval tasks
@@ -173,32 +141,17 @@ class JudgeConfig:
     watchdog: Any = None              # evaluate.judge.watchdog (vade.eval.watchdog.WatchdogConfig)
 
     @classmethod
-    def from_dict(cls, v: Mapping[str, Any]) -> JudgeConfig:
-        reject_unknown(v, {f.name for f in fields(cls)}, "evaluate.judge")
-        v = dict(v)
-        if v.get("mode", "none") not in ("none", "external", "serve"):
-            raise ValueError("evaluate.judge.mode must be none, external or serve, "
-                             f"got {v['mode']!r}")
-        if v.get("mode") == "external" and not v.get("url"):
-            raise ValueError("evaluate.judge.url is required when evaluate.judge.mode is external")
-        for key in ("model", "served_name", "api_key_env", "host"):
-            if key in v and (not isinstance(v[key], str) or not v[key]):
-                raise ValueError(f"evaluate.judge.{key} must be a non-empty string")
-        _check_ints(v, "evaluate.judge", (("port", 1, 65535), ("tensor_parallel_size", 1, 64),
-                                          ("ready_timeout_s", 1, 86400)))
-        _memory_share(v, "evaluate.judge")
-        if "max_error_fraction" in v:
-            v["max_error_fraction"] = check_float("evaluate.judge.max_error_fraction",
-                                                  v["max_error_fraction"], 0.0, 1.0)
+    def from_dict(cls, v: Mapping[str, Any] | None) -> JudgeConfig:
+        """``evaluate.judge``, checked."""
+        check(v, "evaluate.judge")
+        return cls.from_checked(v or {})
 
-        v["watchdog"] = WatchdogConfig.from_dict(v.get("watchdog"))
-        for key in ("extra_args", "command"):
-            if key in v:
-                if not isinstance(v[key], (list, tuple)) or not all(
-                        isinstance(a, str) for a in v[key]):
-                    raise ValueError(f"evaluate.judge.{key} must be a list of strings")
-                v[key] = tuple(v[key])
-        return cls(**v)
+    @classmethod
+    def from_checked(cls, v: Mapping[str, Any]) -> JudgeConfig:
+        if v.get("mode") == "external" and not v.get("url"):
+            raise ValueError("config key 'evaluate.judge.url' is required when "
+                             "evaluate.judge.mode is external")
+        return build(cls, {**v, "watchdog": WatchdogConfig.from_checked(v.get("watchdog"))})
 
     @property
     def label(self) -> str:
@@ -231,19 +184,6 @@ class PolicyConfig:
     max_model_len: int | None = None       # None: prompt budget (8192, the paper) + output limit
     batch_size: int = 256                  # vllm: requests per vLLM call
 
-    @classmethod
-    def from_dict(cls, v: Mapping[str, Any]) -> PolicyConfig:
-        reject_unknown(v, {f.name for f in fields(cls)}, "evaluate.policy")
-        v = dict(v)
-        if v.get("engine", "hf") not in ("hf", "vllm"):
-            raise ValueError(f"evaluate.policy.engine must be hf or vllm, got {v['engine']!r}")
-        _check_ints(v, "evaluate.policy", (("tensor_parallel_size", 1, 64),
-                                           ("max_model_len", 256, 1 << 20),
-                                           ("batch_size", 1, 1 << 16)))
-        _memory_share(v, "evaluate.policy")
-        return cls(**v)
-
-
 # Output tokens per second of one evaluation job's policy, all requests together, assumed by the
 # plan when evaluate.plan.tokens_per_s is null: vLLM with continuous batching of a 7B model on
 # 4 x 80 GB (a conservative fraction of its batched decode rate), and transformers at batch 1.
@@ -259,26 +199,14 @@ class PlanConfig:
     overhead_min: float | None = None  # per job: model loads, judge start, judging tail, writing
     #                                    (None: 45 with a judge served in the job, else 5)
 
-    @classmethod
-    def from_dict(cls, v: Mapping[str, Any]) -> PlanConfig:
-        reject_unknown(v, {f.name for f in fields(cls)}, "evaluate.plan")
-        v = dict(v)
-        if v.get("tokens_per_s") is not None:
-            v["tokens_per_s"] = check_float("evaluate.plan.tokens_per_s", v["tokens_per_s"],
-                                            0.0, 1e9, open_lo=True)
-        if v.get("overhead_min") is not None:
-            v["overhead_min"] = check_float("evaluate.plan.overhead_min", v["overhead_min"],
-                                            0.0, 1e6)
-        return cls(**v)
-
 
 @dataclass(frozen=True)
 class EvaluateConfig:
     kind: str = "synthetic"              # synthetic | paper
-    repeats: int = 4                     # k of average@k, 1..64
+    repeats: int = 4                     # k of average@k
     seed: int = 0                        # repeat i uses seed + i
-    temperature: float = 0.6             # sampling temperature of the repeats, [0, 2]
-    top_p: float = 1.0                   # (0, 1]
+    temperature: float = 0.6             # sampling temperature of the repeats
+    top_p: float = 1.0
     max_new_tokens: int | None = None    # every benchmark's output limit (None: see output_tokens)
     batch_size: int = 1
     threads: int = 1                     # torch CPU threads (0: torch's default, all cores)
@@ -296,59 +224,33 @@ class EvaluateConfig:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> EvaluateConfig:
-        reject_unknown(values, {f.name for f in fields(cls)}, "evaluate")
+        """The ``evaluate`` section: checked against the schema, then the rules between keys."""
+        check(values, "evaluate")
         v = dict(values)
-        if v.get("kind", "synthetic") not in ("synthetic", "paper"):
-            raise ValueError(f"evaluate.kind must be synthetic or paper, got {v['kind']!r}")
-        _check_ints(v, "evaluate", (("repeats", 1, 64), ("seed", 0, 2**31 - 1),
-                                    ("max_new_tokens", 1, 65536), ("batch_size", 1, 1024),
-                                    ("threads", 0, 1024), ("limit", 1, 10**9),
-                                    ("min_pixels", 1, 1 << 28), ("max_pixels", 1, 1 << 28)))
-        for key, lo, hi, lo_open in (("temperature", 0.0, 2.0, False), ("top_p", 0.0, 1.0, True)):
-            if key in v:
-                x = v[key]
-                if (isinstance(x, bool) or not isinstance(x, (int, float)) or x > hi
-                        or x < lo or (lo_open and x == lo)):
-                    raise ValueError(f"evaluate.{key} must be in {'(' if lo_open else '['}"
-                                     f"{lo}, {hi}], got {x!r}")
-                v[key] = float(x)
-        if "device_map" in v and (not isinstance(v["device_map"], str) or not v["device_map"]):
-            raise ValueError(f"evaluate.device_map must be a string, got {v['device_map']!r}")
-        if "model_args" in v:
-            if not isinstance(v["model_args"], Mapping):
-                raise ValueError("evaluate.model_args must be a mapping")
-            bad = {"pretrained", "device", "device_map"} & set(v["model_args"])
-            if bad:
-                raise ValueError(f"evaluate.model_args.{min(bad)} is set by vade evaluate")
-            v["model_args"] = dict(v["model_args"])
-        for key, allowed in (("mathverse_subset", MATHVERSE_SUBSETS),
-                             ("mathvision_variant", MATHVISION_VARIANTS)):
-            if key in v and v[key] not in allowed:
-                raise ValueError(f"evaluate.{key} must be one of {sorted(allowed)}, "
-                                 f"got {v[key]!r}")
+        v["model_args"] = dict(v.get("model_args", {}))
+        bad = {"pretrained", "device", "device_map"} & set(v["model_args"])
+        if bad:
+            raise ValueError(f"config key 'evaluate.model_args.{min(bad)}' is set by vade "
+                             "evaluate (evaluate.device_map, the checkpoint)")
         if "benchmarks" in v and ({"mathverse_subset", "mathvision_variant"} & set(v)):
             raise ValueError("evaluate.mathverse_subset / mathvision_variant choose tasks of the "
                              "default benchmarks: set them or evaluate.benchmarks, not both")
-        if "benchmarks" not in v:
+        if "benchmarks" in v:
+            parsed = tuple(Benchmark.from_checked(x, f"evaluate.benchmarks[{i}]")
+                           for i, x in enumerate(v["benchmarks"]))
+            if len({x.name for x in parsed}) != len(parsed):
+                raise ValueError("config key 'evaluate.benchmarks' must name each benchmark "
+                                 f"once, got {[x.name for x in parsed]}")
+            v["benchmarks"] = parsed
+        else:
             v["benchmarks"] = paper_benchmarks(v.get("mathverse_subset", "testmini"),
                                                v.get("mathvision_variant", "judge"))
-        if "benchmarks" in values:
-            b = v["benchmarks"]
-            if not isinstance(b, (list, tuple)) or not b:
-                raise ValueError("evaluate.benchmarks must be a non-empty list")
-            parsed = tuple(Benchmark.from_dict(x if isinstance(x, Mapping) else {},
-                                               f"evaluate.benchmarks[{i}]")
-                           for i, x in enumerate(b))
-            if len({x.name for x in parsed}) != len(parsed):
-                raise ValueError("evaluate.benchmarks names must be distinct")
-            v["benchmarks"] = parsed
-        if "judge" in v:
-            v["judge"] = JudgeConfig.from_dict(v["judge"] or {})
-        if "policy" in v:
-            v["policy"] = PolicyConfig.from_dict(v["policy"] or {})
-        if "plan" in v:
-            v["plan"] = PlanConfig.from_dict(v["plan"] or {})
-        out = cls(**v)
+        for key, make in (("judge", JudgeConfig.from_checked),
+                          ("policy", lambda p: build(PolicyConfig, p)),
+                          ("plan", lambda p: build(PlanConfig, p))):
+            if key in v:
+                v[key] = make(v[key] or {})
+        out = build(cls, v)
         shared = out.judge.gpu_memory_utilization + out.policy.gpu_memory_utilization
         if out.judge.mode == "serve" and out.policy.engine == "vllm" and shared > 0.95:
             raise ValueError(

@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from vade.checks import check_float, check_int, reject_unknown
+from vade.config_schema import build
 
 __all__ = ["WatchdogConfig"]
 
@@ -28,16 +28,7 @@ class WatchdogConfig:
     call_timeout_s: int = 120       # caps ServerConfig.timeout (one call)
 
     @classmethod
-    def from_dict(cls, v: Mapping[str, Any] | None) -> WatchdogConfig:
-        v = dict(v or {})
-        w = "evaluate.judge.watchdog"
-        reject_unknown(v, {f.name for f in dataclasses.fields(cls)}, w)
-        for key in ("interval_s", "hang_s", "liveness_timeout_s", "retry_delay_s"):
-            if key in v:
-                v[key] = check_float(f"{w}.{key}", v[key], 0.0, 86400.0,
-                                     open_lo=key != "retry_delay_s")
-        for key, lo in (("min_calls", 1), ("window_calls", 1), ("liveness_failures", 1),
-                        ("max_retries", 1), ("call_timeout_s", 1)):
-            if key in v:
-                v[key] = check_int(f"{w}.{key}", v[key], lo, 10**9)
-        return cls(**v)
+    def from_checked(cls, v: Mapping[str, Any] | None) -> WatchdogConfig:
+        """From ``evaluate.judge.watchdog`` as the schema checked it (its types and ranges:
+        workflow/schemas/config.schema.yaml, vade.config_schema)."""
+        return build(cls, v or {})

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vade.checks import check_bool, check_float, reject_unknown
+from vade.config_schema import build, check
 from vade.job.scratch import local_datasets_cache
 
 __all__ = ["PLAN_DEFAULTS", "READ_VARS", "ClusterConfig", "PlanAssumptions", "job_env",
@@ -43,16 +43,6 @@ class PlanAssumptions:
     prompt_tokens: float | None = None
     job_overhead_min: float | None = None
     bytes_per_param: float | None = None
-
-    @classmethod
-    def from_dict(cls, v: Mapping[str, Any] | None) -> PlanAssumptions:
-        v = dict(v or {})
-        reject_unknown(v, {f.name for f in fields(cls)}, "cluster.plan")
-        for key, value in v.items():
-            if value is not None:
-                v[key] = check_float(f"cluster.plan.{key}", value, 0.0, 1e12,
-                                     open_lo=key != "job_overhead_min")
-        return cls(**v)
 
     def value(self, key: str) -> tuple[float, str]:
         """(value, source) of one assumption: the config's, else the default and its reason."""
@@ -86,25 +76,12 @@ class ClusterConfig:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> ClusterConfig:
+        """The ``cluster`` section, its types and ranges checked against the schema
+        (``vade.config_schema``)."""
         v = config.get("cluster") or {}
-        if not isinstance(v, Mapping):
-            raise ValueError(f"config key 'cluster' must be a mapping, got {type(v).__name__}")
-        v = dict(v)
-        reject_unknown(v, {f.name for f in fields(cls)}, "cluster")
-        for key in ("cache_dir", "local_assets", "scratch_dir", "revisions_lock"):
-            if key in v and v[key] is not None and (not isinstance(v[key], str) or not v[key]):
-                raise ValueError(f"cluster.{key} must be a path, got {v[key]!r}")
-        revs = v.get("revisions") or {}
-        if not isinstance(revs, Mapping) or not all(
-                isinstance(k, str) and isinstance(r, str) and r for k, r in revs.items()):
-            raise ValueError("cluster.revisions must map asset ids to revision strings")
-        v["revisions"] = dict(revs)
-        if "offline" in v:
-            check_bool("cluster.offline", v["offline"])
-        if "min_free_gb" in v:
-            v["min_free_gb"] = check_float("cluster.min_free_gb", v["min_free_gb"], 0.0, 1e9)
-        v["plan"] = PlanAssumptions.from_dict(v.get("plan"))
-        return cls(**v)
+        check(v, "cluster")
+        return build(cls, {**v, "revisions": dict(v.get("revisions") or {}),
+                           "plan": build(PlanAssumptions, v.get("plan") or {})})
 
 
 def job_env(config: Mapping[str, Any]) -> dict[str, str]:

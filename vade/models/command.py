@@ -13,8 +13,8 @@ import argparse
 import json
 import os
 
-from vade.checks import check_int
 from vade.config_io import add_config_arguments, load_config, section
+from vade.config_schema import check
 from vade.models.build import build_base_model
 from vade.models.config import model_config_from_section
 
@@ -37,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args)
     cfg = model_config_from_section(section(config, "model"))
-    seed = check_int("seed", config.get("seed", 0), 0, 2**32 - 1)
+    seed = config.get("seed", 0)
+    check(seed, "seed")
     meta = build_base_model(cfg, seed, args.out, args.warmstart, progress=not args.no_progress,
                             cache=args.cache or os.environ.get("VADE_MODEL_CACHE") or None)
     summary = {k: v for k, v in meta.items() if k != "config"}

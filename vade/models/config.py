@@ -6,21 +6,20 @@ checkpoint; ``pretrained`` names an existing checkpoint (HF id or local folder) 
 
 The architecture defaults are the sizes of ``shared/notes/tiny-rl.md`` (0.95M parameters); the
 warm-start defaults are this project's measurement on the three-domain synthetic mix (600 steps
-of 32 at lr 5e-4, see ``warmstart.py``). Ranges are checked here, once, so a bad value fails
-before any work starts and the message names the key.
+of 32 at lr 5e-4, see ``warmstart.py``). Types and ranges are the schema's (``models.<name>``,
+``vade.config_schema``), checked once before any work starts, naming the key; the classes keep
+the rules between keys (``mrope_section`` sums to head_dim/2, heads divide the hidden size).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from vade.checks import check_float, check_int, reject_unknown
+from vade.config_schema import build, check
 
 __all__ = ["ModelConfig", "TinyArchConfig", "WarmStartConfig", "model_config_from_section"]
-
-MODEL_KINDS = ("tiny", "pretrained")
 
 
 @dataclass(frozen=True)
@@ -47,15 +46,9 @@ class TinyArchConfig:
     max_position_embeddings: int = 1024
 
     def __post_init__(self) -> None:
+        # Each key's type and range: the schema's models.<name>.tiny (vade.config_schema); here
+        # the rules between keys.
         w = "model.tiny."
-        for key, lo, hi in (("hidden_size", 8, 8192), ("num_layers", 1, 128),
-                            ("num_heads", 1, 128), ("num_kv_heads", 1, 128),
-                            ("intermediate_size", 8, 65536), ("vision_hidden_size", 8, 8192),
-                            ("vision_depth", 1, 64), ("vision_heads", 1, 64),
-                            ("vision_intermediate_size", 8, 65536), ("patch_size", 2, 64),
-                            ("spatial_merge_size", 1, 8), ("vocab_size", 300, 200_000),
-                            ("max_position_embeddings", 64, 1 << 20)):
-            check_int(w + key, getattr(self, key), lo, hi)
         if self.hidden_size % self.num_heads:
             raise ValueError(f"config key '{w}hidden_size' ({self.hidden_size}) must be divisible "
                              f"by '{w}num_heads' ({self.num_heads})")
@@ -66,15 +59,17 @@ class TinyArchConfig:
             raise ValueError(f"config key '{w}vision_heads' must divide '{w}vision_hidden_size'")
         head_dim = self.hidden_size // self.num_heads
         sec = tuple(self.mrope_section)
-        if len(sec) != 3 or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sec):
-            raise ValueError(f"config key '{w}mrope_section' must be 3 positive integers, got {sec!r}")
         if sum(sec) * 2 != head_dim:
             raise ValueError(f"config key '{w}mrope_section' must sum to head_dim/2 = {head_dim // 2}"
                              f" (hidden_size/num_heads/2), got sum {sum(sec)}")
         object.__setattr__(self, "mrope_section", sec)
         factor = self.patch_size * self.spatial_merge_size
-        check_int(w + "min_pixels", self.min_pixels, factor * factor, 1 << 26)
-        check_int(w + "max_pixels", self.max_pixels, self.min_pixels, 1 << 26)
+        if self.min_pixels < factor * factor:
+            raise ValueError(f"config key '{w}min_pixels' ({self.min_pixels}) must be at least "
+                             f"(patch_size x spatial_merge_size)^2 = {factor * factor}")
+        if self.max_pixels < self.min_pixels:
+            raise ValueError(f"config key '{w}max_pixels' ({self.max_pixels}) must be at least "
+                             f"'{w}min_pixels' ({self.min_pixels})")
 
 
 @dataclass(frozen=True)
@@ -97,17 +92,6 @@ class WarmStartConfig:
     # machine while nothing else can run. The result equals one process's up to float rounding.
     processes: int = 1
 
-    def __post_init__(self) -> None:
-        w = "model.warm_start."
-        check_int(w + "processes", self.processes, 1, 64)
-        check_int(w + "steps", self.steps, 0, 1_000_000)
-        check_float(w + "lr", self.lr, 1e-8, 1.0)
-        check_int(w + "batch_size", self.batch_size, 1, 65536)
-        check_float(w + "weight_decay", self.weight_decay, 0.0, 10.0)
-        check_int(w + "warmup_steps", self.warmup_steps, 0, 1_000_000)
-        check_float(w + "eval_fraction", self.eval_fraction, 0.0, 0.5)
-        check_float(w + "variant_fraction", self.variant_fraction, 0.0, 1.0)
-
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -120,12 +104,9 @@ class ModelConfig:
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
 
     def __post_init__(self) -> None:
-        if self.kind not in MODEL_KINDS:
-            raise ValueError(f"config key 'model.kind' must be one of {MODEL_KINDS}, got {self.kind!r}")
         if self.kind == "pretrained" and not self.name_or_path:
             raise ValueError("config key 'model.name_or_path' is required when model.kind is "
                              "'pretrained' (an HF id such as Qwen/Qwen2.5-VL-3B-Instruct or a folder)")
-        check_int("model.threads", self.threads, 0, 1024)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -133,20 +114,11 @@ class ModelConfig:
         return d
 
 
-def _sub(values: Mapping[str, Any], cls: type, where: str) -> Any:
-    if values is None:
-        return cls()
-    if not isinstance(values, Mapping):
-        raise ValueError(f"config key '{where}' must be a mapping, "  # noqa: TRY004 (config error)
-                         f"got {type(values).__name__}")
-    reject_unknown(values, {f.name for f in fields(cls)}, where)
-    return cls(**dict(values))
-
-
 def model_config_from_section(values: Mapping[str, Any]) -> ModelConfig:
-    """Validate the ``model`` section (unknown keys and bad ranges raise ValueError)."""
+    """The ``model`` section (one entry of ``models``), checked against the schema (a verb's
+    ``kind`` defaults to tiny), then the rules between keys."""
     values = dict(values or {})
-    reject_unknown(values, {f.name for f in fields(ModelConfig)}, "model")
-    tiny = _sub(values.pop("tiny", None), TinyArchConfig, "model.tiny")
-    warm = _sub(values.pop("warm_start", None), WarmStartConfig, "model.warm_start")
-    return ModelConfig(tiny=tiny, warm_start=warm, **values)
+    check(values, "model", defaults=True)
+    tiny = build(TinyArchConfig, values.pop("tiny", None) or {})
+    warm = build(WarmStartConfig, values.pop("warm_start", None) or {})
+    return build(ModelConfig, {**values, "tiny": tiny, "warm_start": warm})

@@ -1,16 +1,16 @@
-"""Config section ``report``, validated once at the edge (bad keys and values are named)."""
+"""Config section ``report``, validated once at the edge against the schema (bad keys and values
+are named, ``vade.config_schema``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from vade.checks import check_bool, check_float, check_int, reject_unknown
+from vade.config_schema import build, check
 from vade.eval.config import PAPER_BENCHMARKS
 from vade.grid import cells
-from vade.report.cost import COST_AXES
 
 __all__ = ["ReportConfig", "expected_runs", "table_columns"]
 
@@ -61,53 +61,15 @@ class ReportConfig:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> ReportConfig:
-        allowed = {f.name for f in fields(cls)}
-        reject_unknown(values, allowed, "report")
-        v = dict(values)
-        for key in ("val_metric", "grad_norm_metric"):
-            if key in v and (not isinstance(v[key], str) or not v[key]):
-                raise ValueError(f"report.{key} must be a non-empty string, got {v[key]!r}")
-        if "headline_fraction" in v:
-            v["headline_fraction"] = check_float("report.headline_fraction",
-                                                 v["headline_fraction"], 0.0, 1.0, open_lo=True)
-        if "paper_comparison" in v:
-            check_bool("report.paper_comparison", v["paper_comparison"])
-        if "cost_axis" in v and v["cost_axis"] not in COST_AXES:
-            raise ValueError(f"report.cost_axis must be one of {', '.join(COST_AXES)}, got "
-                             f"{v['cost_axis']!r}")
-        for key, lo, hi in (("heatmap_samples", 1, 1000), ("seed", 0, 2**32 - 1),
-                            ("decimals", 0, 6)):
-            if key in v:
-                check_int(f"report.{key}", v[key], lo, hi)
-        if "rollout_grid" in v:
-            v["rollout_grid"] = check_float("report.rollout_grid", v["rollout_grid"], 0.0,
-                                            1e12, open_lo=True)
-        if "plateau_checks" in v:
-            checks = v["plateau_checks"]
-            if not isinstance(checks, (list, tuple)):
-                raise ValueError(f"report.plateau_checks must be a list of steps, got {checks!r}")
-            for k, c in enumerate(checks):
-                check_int(f"report.plateau_checks[{k}]", c, 1, 10**9)
-            v["plateau_checks"] = tuple(sorted(int(c) for c in checks))
-        if v.get("heatmap_run") is not None and not isinstance(v["heatmap_run"], str):
-            raise ValueError(f"report.heatmap_run must be a run id, got {v['heatmap_run']!r}")
-        if "difficulty_buckets" in v:
-            edges = v["difficulty_buckets"]
-            ok = (isinstance(edges, (list, tuple)) and len(edges) > 0
-                  and all(isinstance(e, (int, float)) and not isinstance(e, bool)
-                          and 0 < e < 1 for e in edges)
-                  and all(a < b for a, b in pairwise(edges)))
-            if not ok:
-                raise ValueError("report.difficulty_buckets must be a non-empty increasing list "
-                                 f"of numbers strictly between 0 and 1, got {edges!r}")
-            v["difficulty_buckets"] = tuple(float(e) for e in edges)
-        if v.get("benchmarks") is not None:
-            b = v["benchmarks"]
-            if (not isinstance(b, (list, tuple)) or not b
-                    or not all(isinstance(x, str) and x for x in b) or len(set(b)) != len(b)):
-                raise ValueError(f"report.benchmarks must be a list of distinct names, got {b!r}")
-            v["benchmarks"] = tuple(b)
-        return cls(**v)
+        """The ``report`` section: types and ranges checked against the schema
+        (``vade.config_schema``); here, what a schema cannot say."""
+        check(values, "report")
+        edges = values.get("difficulty_buckets", cls.difficulty_buckets)
+        if not all(a < b for a, b in pairwise(edges)):
+            raise ValueError("config key 'report.difficulty_buckets' must increase, got "
+                             f"{list(edges)}")
+        return build(cls, {**values, **({"plateau_checks": sorted(values["plateau_checks"])}
+                                        if "plateau_checks" in values else {})})
 
 
 def table_columns(config: Mapping[str, Any], cfg: ReportConfig) -> tuple[str, ...] | None:

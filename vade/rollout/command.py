@@ -15,8 +15,8 @@ import os
 import shutil
 from pathlib import Path
 
-from vade.checks import check_int
 from vade.config_io import add_config_arguments, load_config, section
+from vade.config_schema import check
 from vade.content_digest import content_digest
 from vade.data.records import read_examples
 from vade.models.build import resolve_model_path
@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args)
     cfg = difficulty_config_from_section(section(config, "difficulty", required=False))
-    seed = check_int("seed", config.get("seed", 0), 0, 2**32 - 1)
+    seed = config.get("seed", 0)
+    check(seed, "seed")
     model_path = resolve_model_path(args.model)
     examples = read_examples(args.data)  # validates rows before the model loads
     engine = make_engine(cfg.engine, model_path, batch_size=cfg.batch_size,

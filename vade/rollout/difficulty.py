@@ -22,7 +22,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +31,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from vade.checks import check_float, check_int, reject_unknown
+from vade.config_schema import build, check
 from vade.rewards import score_batch
-from vade.rollout.engine import ENGINES
 from vade.store.file_format import connect_for_writing
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,21 +63,13 @@ class DifficultyConfig:
     threads: int = 1            # torch CPU threads for the HF engine (0 = torch's default)
     tensor_parallel_size: int = 1  # vllm: GPUs per engine; the job's GPUs / this = engines
 
-    def __post_init__(self) -> None:
-        w = "difficulty."
-        if self.engine not in ENGINES:
-            raise ValueError(f"config key '{w}engine' must be one of {ENGINES}, got {self.engine!r}")
-        for key, lo, hi in (("rollouts", 2, 1024), ("max_new_tokens", 1, 1 << 16),
-                            ("batch_size", 1, 1 << 20), ("threads", 0, 1024),
-                            ("tensor_parallel_size", 1, 64)):
-            check_int(w + key, getattr(self, key), lo, hi)
-        check_float(w + "temperature", self.temperature, 0, 2, open_lo=True)
-
 
 def difficulty_config_from_section(values: Mapping[str, Any] | None) -> DifficultyConfig:
+    """The ``difficulty`` section; its types, ranges and choices: the schema's (the workflow's
+    required ``engine`` and ``rollouts`` have defaults here)."""
     values = dict(values or {})
-    reject_unknown(values, {f.name for f in fields(DifficultyConfig)}, "difficulty")
-    return DifficultyConfig(**values)
+    check(values, "difficulty", defaults=True)
+    return build(DifficultyConfig, values)
 
 
 def _check_sample_ids(examples: Sequence[Example]) -> np.ndarray:

@@ -14,7 +14,7 @@ backend has sits in its own block: ``train.verl`` (GPUs, parallelism, micro-batc
 engine: ``VerlConfig``). Loss names follow verl (``ppo_epochs``, ``clip_ratio_low/high/c``,
 ``loss_agg_mode``, ``kl_loss_type``). The method (``train.method``) is a row of
 ``vade.methods``; its sampler, DAPO and DIVA options are the typed ``sampler``, ``dapo`` and
-``diva`` sections. Per-algorithm settings sit in the blocks ``train.grpo`` / ``train.gspo``; only
+``diva`` sections (their types and ranges: the schema, ``vade.config_schema``). Per-algorithm settings sit in the blocks ``train.grpo`` / ``train.gspo``; only
 the block of the chosen algorithm is used (both are validated). Defaults of the blocks: GRPO = verl's
 defaults with the paper's ``kl_loss_coef`` 0.01 (Table 4); GSPO = verl's GSPO example clip
 ratios (3e-4 / 4e-4, ``seq-mean-token-mean``) with the same KL coefficient (the paper used
@@ -24,12 +24,13 @@ identical settings for all runs).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from vade import methods
-from vade.checks import check_bool, check_choice, check_name, check_number, reject_unknown
+from vade.checks import check_choice, check_name
 from vade.config_io import check_sections, section
+from vade.config_schema import build, check, subschema
 from vade.tracking import TrackingConfig
 from vade.train.verl.config import VerlConfig
 
@@ -59,19 +60,6 @@ BACKENDS = {"local": "vade.train.local.command", "verl": "vade.train.verl.launch
 TRAIN_METHODS = methods.NAMES
 # need initial difficulty: VADE's prior, DIVA's initial levels
 NEEDS_DIFFICULTY = methods.names_where(needs_difficulty=True)
-_BIG = 10**9
-
-
-def _build(cls: type, values: Mapping[str, Any] | None, where: str) -> Any:
-    if values is not None and not isinstance(values, Mapping):
-        raise ValueError(f"{where} must be a mapping, got {type(values).__name__}")
-    values = dict(values or {})
-    reject_unknown(values, {f.name for f in fields(cls)}, where)
-    try:
-        return cls(**values)
-    except ValueError as exc:
-        msg = str(exc)
-        raise ValueError(msg if msg.startswith(where) else f"{where}.{msg}") from None
 
 
 @dataclass(frozen=True)
@@ -87,16 +75,6 @@ class AlgoConfig:
     norm_adv_by_std_in_grpo: bool = True
     epsilon: float = 1e-6
 
-    def __post_init__(self) -> None:
-        check_number("clip_ratio_low", self.clip_ratio_low, 0.0, 1.0, lo_open=True)
-        check_number("clip_ratio_high", self.clip_ratio_high, 0.0, 10.0, lo_open=True)
-        check_number("clip_ratio_c", self.clip_ratio_c, 1.0, 1e6, lo_open=True)
-        check_choice("loss_agg_mode", self.loss_agg_mode, AGG_MODES)
-        check_number("kl_loss_coef", self.kl_loss_coef, 0.0, 1e3)
-        check_choice("kl_loss_type", self.kl_loss_type, KL_TYPES)
-        check_bool("norm_adv_by_std_in_grpo", self.norm_adv_by_std_in_grpo)
-        check_number("epsilon", self.epsilon, 0.0, 1.0, lo_open=True)
-
 
 GSPO_DEFAULTS = AlgoConfig(clip_ratio_low=3e-4, clip_ratio_high=4e-4,
                            loss_agg_mode="seq-mean-token-mean")
@@ -108,9 +86,10 @@ def algo_config(train: Mapping[str, Any], algorithm: str) -> AlgoConfig:
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     block = train.get(algorithm) or {}
-    if algorithm == "gspo" and isinstance(block, Mapping):
+    check(block, f"train.{algorithm}")   # types and ranges: the schema's algorithm_block
+    if algorithm == "gspo":
         block = {**asdict(GSPO_DEFAULTS), **block}
-    return _build(AlgoConfig, block, f"train.{algorithm}")
+    return build(AlgoConfig, block)
 
 
 @dataclass(frozen=True)
@@ -125,12 +104,10 @@ class SamplerConfig:
     snapshot_every: int = 50   # steps; 0 = only the initial state
 
     def __post_init__(self) -> None:
-        check_number("lambda1", self.lambda1, 0.0, 1.0)
-        check_number("lambda2", self.lambda2, 0.0, 1.0)
+        # the ranges: the schema's ``sampler`` (checked where the section is read)
         if self.lambda1 > self.lambda2:
             raise ValueError(f"lambda1 = {self.lambda1} > lambda2 = {self.lambda2}: two-scale "
                              "decay needs lambda1 <= lambda2")
-        check_number("snapshot_every", self.snapshot_every, 0, _BIG, integer=True)
 
 
 @dataclass(frozen=True)
@@ -141,10 +118,6 @@ class DapoConfig:
     max_rollout_factor: float = 3.0
     max_num_gen_batches: int = 0   # 0: no limit (the rollout cap still applies)
 
-    def __post_init__(self) -> None:
-        check_number("max_rollout_factor", self.max_rollout_factor, 1.0, 1000.0)
-        check_number("max_num_gen_batches", self.max_num_gen_batches, 0, _BIG, integer=True)
-
 
 @dataclass(frozen=True)
 class DivaConfig:
@@ -153,11 +126,6 @@ class DivaConfig:
     k: float = 0.1                  # difficulty weighting exp(k * dd * sign(A)) on the global term
     low_reward: float = 0.15        # a group whose rewards all lie below this ...
     low_reward_scale: float = 0.1   # ... has its advantages multiplied by this
-
-    def __post_init__(self) -> None:
-        check_number("k", self.k, 0.0, 10.0)
-        check_number("low_reward", self.low_reward, 0.0, 1.0)
-        check_number("low_reward_scale", self.low_reward_scale, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -197,34 +165,18 @@ class TrainConfig:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
 
     def __post_init__(self) -> None:
+        # Types and ranges: the schema, checked in from_config. Here: the run's identity (the
+        # grid's and the command line's, not a config key) and the rules between keys.
         check_name("name", self.name)
-        check_number("seed", self.seed, 0, 2**32 - 1, integer=True)
-        check_choice("train.backend", self.backend, BACKENDS)
         check_choice("train.algorithm", self.algorithm, ALGORITHMS)
         check_choice("train.method", self.method, TRAIN_METHODS)
-        for key, lo, hi in (("batch_size", 1, _BIG), ("rollouts_per_prompt", 2, 4096),
-                            ("steps", 1, _BIG), ("ppo_epochs", 1, 1000),
-                            ("max_new_tokens", 1, 1_000_000), ("val_every", 0, _BIG),
-                            ("generation_batch_size", 1, _BIG),
-                            ("val_n", 1, 1024), ("val_max_samples", 0, _BIG),
-                            ("checkpoint_every", 0, _BIG), ("keep_checkpoints", 1, 1000),
-                            ("threads", 1, 1024)):
-            check_number(f"train.{key}", getattr(self, key), lo, hi, integer=True)
-        check_number("train.lr", self.lr, 0.0, 1.0, lo_open=True)
-        check_number("train.weight_decay", self.weight_decay, 0.0, 1.0)
-        check_number("train.grad_clip", self.grad_clip, 0.0, 1e9, lo_open=True)
-        check_number("train.temperature", self.temperature, 0.0, 10.0, lo_open=True)
-        check_number("train.val_temperature", self.val_temperature, 0.0, 10.0)
-        check_bool("train.val_before_train", self.val_before_train)
         if self.val_temperature == 0 and self.val_n > 1:
             raise ValueError(f"train.val_n = {self.val_n} with train.val_temperature = 0: greedy "
                              "decoding gives the same answer every time (use val_n: 1)")
-        if self.ppo_mini_batch_size is not None:
-            check_number("train.ppo_mini_batch_size", self.ppo_mini_batch_size, 1,
-                         self.batch_size, integer=True)
-            if self.batch_size % self.ppo_mini_batch_size:
-                raise ValueError(f"train.ppo_mini_batch_size = {self.ppo_mini_batch_size} must "
-                                 f"divide train.batch_size = {self.batch_size}")
+        mini = self.ppo_mini_batch_size
+        if mini and (mini > self.batch_size or self.batch_size % mini):
+            raise ValueError(f"train.ppo_mini_batch_size = {mini} must divide train.batch_size "
+                             f"= {self.batch_size}")
         if self.backend == "verl":
             self.verl.check_run(self.mini_batch_size, self.rollouts_per_prompt)
 
@@ -290,26 +242,30 @@ class TrainConfig:
         Python entry points are as strict as the CLI's."""
         check_sections(dict(config), "config")
         train = section(config, "train", required=False)
-        known = {f.name for f in fields(cls)} - {"name", "seed", "sampler", "dapo", "diva",
-                                                 "tracking"}
-        reject_unknown(train, known, "train")
-        values: dict[str, Any] = {k: v for k, v in train.items() if k not in ("grpo", "gspo")}
+        flags = {k: v for k, v in overrides.items() if v is not None}
+        run = {k: train.pop(k) for k in ("algorithm", "method") if k in train}  # the grid's
+        named = subschema("train")["properties"]   # a flag that sets a train key is checked too
+        check({**train, **{k: v for k, v in flags.items() if k in named}}, "train",
+              defaults=True)
+        check(flags.get("seed", config.get("seed", 0)), "seed")
+        values: dict[str, Any] = {**run, **{k: v for k, v in train.items()
+                                            if k not in ("grpo", "gspo")}}
         values["verl"] = VerlConfig.from_dict(train.get("verl"))
         values["grpo"] = algo_config(train, "grpo")
         values["gspo"] = algo_config(train, "gspo")
-        values["sampler"] = _build(SamplerConfig, section(config, "sampler", required=False),
-                                   "sampler")
-        values["dapo"] = _build(DapoConfig, section(config, "dapo", required=False), "dapo")
-        values["diva"] = _build(DivaConfig, section(config, "diva", required=False), "diva")
+        for key, kind in (("sampler", SamplerConfig), ("dapo", DapoConfig), ("diva", DivaConfig)):
+            part = section(config, key, required=False)
+            check(part, key)   # types and ranges: workflow/schemas/config.schema.yaml
+            try:
+                values[key] = build(kind, part)
+            except ValueError as exc:   # a rule between two keys (lambda1 <= lambda2)
+                raise ValueError(f"{key}.{exc}") from None
         values["tracking"] = TrackingConfig.from_dict(section(config, "tracking", required=False))
         for key in ("name", "seed"):
             if key in config:
                 values[key] = config[key]
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        try:
-            return cls(**values)
-        except TypeError as exc:  # pragma: no cover - reject_unknown catches the usual cases
-            raise ValueError(f"train: {exc}") from None
+        values.update(flags)
+        return build(cls, values)
 
     def with_overrides(self, **values: Any) -> TrainConfig:
         return replace(self, **{k: v for k, v in values.items() if v is not None})

@@ -26,6 +26,7 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 from vade import methods as METHODS
 from vade.config_io import read_yaml
+from vade.config_schema import check as check_config
 from vade.provenance import source_version
 
 for _file in workflow.configfiles:  # Snakemake's YAML reader keeps the last of duplicate keys
@@ -33,16 +34,14 @@ for _file in workflow.configfiles:  # Snakemake's YAML reader keeps the last of 
         read_yaml(_file)
     except ValueError as exc:
         raise WorkflowError(str(exc)) from None
+# Types, ranges and choices: one line naming the dotted key, the value and what is allowed, as
+# every verb prints it (vade/config_schema.py); then Snakemake's own pass fills in the schema's
+# defaults (it cannot fail where the first passed: same schema, finite numbers only in ours).
 try:
-    validate(config, schema="../schemas/config.schema.yaml")
-except WorkflowError as exc:  # Snakemake's message prints the whole schema and config: one line
-    cause = exc.__context__  # jsonschema's ValidationError (Snakemake formats it into the text)
-    if not hasattr(cause, "absolute_path"):
-        raise
-    where = ".".join(str(p) for p in cause.absolute_path) or "(top level)"
-    message = cause.message if len(cause.message) <= 300 else cause.message[:300] + "..."
-    raise WorkflowError(f"config {where}: {message} (schema: "
-                        "workflow/schemas/config.schema.yaml)") from None
+    check_config(config)
+except ValueError as exc:
+    raise WorkflowError(f"{exc} (schema: workflow/schemas/config.schema.yaml)") from None
+validate(config, schema="../schemas/config.schema.yaml")
 
 NAME = config["name"]
 # The runs and each run's steps (a grid block may override train.steps): vade/grid.py, the one
@@ -58,8 +57,10 @@ from vade.cluster.resources import check_gpu_resources
 
 # GPUs asked of SLURM against the tensor-parallel sizes (refused here, naming the keys, rather than
 # inside vLLM or Ray once the job runs), then the whole grid's bill (vade plan), computed on every
-# start: a value the schema lets through but the arithmetic refuses (a NaN lr, a 31-digit step
-# count) is one line naming the key, as the CLI prints it, not a traceback out of the bill.
+# start: a rule between keys that the schema cannot state (a mini-batch that does not divide the
+# batch, a tensor-parallel size that does not divide the GPUs) is one line naming the keys, as the
+# CLI prints it, not a traceback out of the bill. (A NaN lr or a 31-digit step count is the
+# schema's to refuse, above.)
 try:
     check_gpu_resources(config)
     BILL = make_bill(config, (workflow.configfiles or ['<config>'])[-1])

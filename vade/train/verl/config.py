@@ -13,23 +13,18 @@ before a cluster job is queued, naming the key.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
-from vade.checks import check_bool, check_number, reject_unknown
+from vade.config_schema import build, check
 
-__all__ = ["ATTENTION", "ENGINES", "VerlConfig"]
-
-ENGINES = ("vllm", "sglang")
-# sdpa: PyTorch's own kernels, nothing to compile (the default); flash_attention_2: needs the
-# flash-attn package (built from source by envs/train-verl.post-deploy.sh with VADE_FLASH_ATTN=1)
-# and turns on verl's padding removal, which imports flash_attn.bert_padding on CUDA.
-ATTENTION = ("sdpa", "flash_attention_2")
+__all__ = ["VerlConfig"]
 
 
 @dataclass(frozen=True)
 class VerlConfig:
-    """``train.verl``. Defaults = Table 4 of the paper."""
+    """``train.verl``. Defaults = Table 4 of the paper; types, ranges and choices: the schema's
+    ``train.verl`` (``vade.config_schema``)."""
 
     ppo_micro_batch_size_per_gpu: int = 16
     log_prob_micro_batch_size_per_gpu: int = 16
@@ -44,38 +39,24 @@ class VerlConfig:
     gradient_checkpointing: bool = True
     param_offload: bool = False
     optimizer_offload: bool = False
+    # sdpa: PyTorch's own kernels, nothing to compile; flash_attention_2: needs the flash-attn
+    # package (built from source by envs/train-verl.post-deploy.sh with VADE_FLASH_ATTN=1) and
+    # turns on verl's padding removal, which imports flash_attn.bert_padding on CUDA.
     attention: str = "sdpa"
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any] | None) -> VerlConfig:
-        if values is not None and not isinstance(values, Mapping):
-            raise ValueError(f"train.verl must be a mapping, got {type(values).__name__}")
-        values = dict(values or {})
-        reject_unknown(values, {f.name for f in fields(cls)}, "train.verl")
-        return cls(**values)
+        """``train.verl``, its types and ranges checked against the schema."""
+        if values is None:   # no train.verl block: the defaults
+            return cls()
+        check(values, "train.verl")
+        return build(cls, values)
 
     def __post_init__(self) -> None:
-        w = "train.verl."
-        ints = {"ppo_micro_batch_size_per_gpu": (1, 1 << 16),
-                "log_prob_micro_batch_size_per_gpu": (1, 1 << 16),
-                "max_prompt_length": (16, 1 << 20),
-                "tensor_model_parallel_size": (1, 64), "n_gpus_per_node": (1, 64),
-                "nnodes": (1, 4096)}
-        for key, (lo, hi) in ints.items():
-            check_number(w + key, getattr(self, key), lo, hi, integer=True)
-        check_number(w + "entropy_coeff", self.entropy_coeff, 0.0, 10.0)
-        check_number(w + "gpu_memory_utilization", self.gpu_memory_utilization, 0.05, 0.99)
-        for key in ("filter_overlong_prompts", "gradient_checkpointing", "param_offload",
-                    "optimizer_offload"):
-            check_bool(w + key, getattr(self, key))
-        if self.attention not in ATTENTION:
-            raise ValueError(f"{w}attention must be one of {ATTENTION}, got {self.attention!r}")
-        if self.rollout_engine not in ENGINES:
-            raise ValueError(f"{w}rollout_engine must be one of {ENGINES}, "
-                             f"got {self.rollout_engine!r}")
         if self.n_gpus % self.tensor_model_parallel_size:
-            raise ValueError(f"{w}tensor_model_parallel_size = {self.tensor_model_parallel_size} "
-                             f"must divide the {self.n_gpus} GPUs")
+            raise ValueError(f"train.verl.tensor_model_parallel_size = "
+                             f"{self.tensor_model_parallel_size} must divide the {self.n_gpus} "
+                             "GPUs")
 
     @property
     def n_gpus(self) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 
 from vade import methods
 from vade.checks import check_number, reject_unknown
+from vade.config_schema import build, check
 from vade.train.config import SamplerConfig
 
 __all__ = ["BLOCK", "PluginSettings"]
@@ -61,8 +62,10 @@ class PluginSettings:
         for key in ("method", "run_id", "store", "state_dir"):
             if not values.get(key):
                 raise ValueError(f"data.sampler.vade.{key} is required")
+        spec_values = {k: values.pop(k) for k in spec_keys if k in values}
+        check(spec_values, "sampler", where="data.sampler.vade")
         try:
-            spec = SamplerConfig(**{k: values.pop(k) for k in spec_keys if k in values})
+            spec = build(SamplerConfig, spec_values)
         except ValueError as exc:
             raise ValueError(f"data.sampler.vade.{exc}") from None
         out = cls(**values, sampler=spec)

@@ -6,6 +6,7 @@ classes and the ``vade`` CLI run in-process. Nothing is a stand-in.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -34,7 +35,16 @@ from vade.report.config import ReportConfig
 from vade.report.cost import COST_AXES
 from vade.rollout.difficulty import difficulty_config_from_section
 from vade.rollout.engine import ENGINES
-from vade.train.config import AGG_MODES, BACKENDS, KL_TYPES, TrainConfig
+from vade.tracking import TrackingConfig
+from vade.train.config import (
+    AGG_MODES,
+    BACKENDS,
+    KL_TYPES,
+    DapoConfig,
+    DivaConfig,
+    SamplerConfig,
+    TrainConfig,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUNDS = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")
@@ -246,3 +256,27 @@ def test_a_checked_mapping_is_built_with_floats_and_tuples():
                                     "plan": {"tokens_per_s": 5}})
     assert type(cfg.temperature) is float and cfg.temperature == 1.0
     assert cfg.judge.extra_args == ("--x",) and type(cfg.plan.tokens_per_s) is float
+
+
+def test_a_default_is_read_from_the_schema_with_its_ref_beside_it():
+    """``sampler.lambda1`` is ``{$ref: probability, default: 0.2}``: the default is the node's
+    own key and the bounds come from the referenced definition, both in one node."""
+    node = config_schema.subschema("sampler.lambda1")
+    assert (node["default"], node["minimum"], node["maximum"]) == (0.2, 0, 1)
+    assert config_schema.default("diva.low_reward") == 0.15
+    with pytest.raises(KeyError, match="no default for 'train.steps'"):
+        config_schema.default("train.steps")
+
+
+@pytest.mark.parametrize("section, cls", [("sampler", SamplerConfig), ("dapo", DapoConfig),
+                                          ("diva", DivaConfig), ("tracking", TrackingConfig)])
+def test_config_class_defaults_are_the_schemas(section: str, cls: type):
+    """What Snakemake fills in (the schema's ``default``) and what a verb run by hand gets (the
+    class's field default) are one value: every schema default of the section is the field's."""
+    fields = {f.name: f.default for f in dataclasses.fields(cls)}
+    nodes = {k: config_schema.subschema(f"{section}.{k}")
+             for k in config_schema.subschema(section)["properties"]}
+    stated = {k: node["default"] for k, node in nodes.items() if "default" in node}
+    assert stated, f"{section}: the schema states no default"
+    for key, value in stated.items():
+        assert fields[key] == value, f"{section}.{key}: class {fields[key]!r}, schema {value!r}"

@@ -33,7 +33,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-__all__ = ["SCHEMA_PATH", "build", "check", "error_line", "schema", "subschema"]
+__all__ = ["SCHEMA_PATH", "build", "check", "default", "error_line", "schema", "subschema"]
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 # Sections a verb receives under another name: ``model`` is one entry of ``models``.
@@ -69,8 +69,13 @@ def schema() -> dict[str, Any]:
 
 
 def _resolve(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A node with its ``$ref`` filled in; the node's own keys (a ``default``, a tighter bound)
+    apply beside the referenced ones, as in JSON Schema 2020-12."""
     ref = node.get("$ref")
-    return schema()["$defs"][ref.removeprefix("#/$defs/")] if ref else node
+    if not ref:
+        return node
+    own = {k: v for k, v in node.items() if k != "$ref"}
+    return {**schema()["$defs"][ref.removeprefix("#/$defs/")], **own}
 
 
 def subschema(key: str) -> Mapping[str, Any]:
@@ -87,6 +92,15 @@ def subschema(key: str) -> Mapping[str, Any]:
         except KeyError:
             raise KeyError(f"the config schema has no key '{key}'") from None
     return node
+
+
+def default(key: str) -> Any:
+    """The schema's ``default`` of the dotted ``key``: a config class's field default reads it
+    here, so the value Snakemake fills in and the one a verb run by hand gets are one number."""
+    node = subschema(key)
+    if "default" not in node:
+        raise KeyError(f"the config schema states no default for '{key}'")
+    return node["default"]
 
 
 @functools.cache

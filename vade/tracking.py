@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vade.config_schema import build, check
+from vade.config_schema import build, check, default
 
 __all__ = ["MODES", "RECORD", "NullTracker", "Tracker", "TrackingConfig", "bound_http_retries",
            "flatten", "open_tracker", "probe_server", "record_run", "recorded_run"]
@@ -76,8 +76,9 @@ class TrackingConfig:
     """Config section ``tracking``."""
 
     enabled: bool = True
-    mlflow_uri: str | None = None   # default: sqlite:///results/<name>/mlflow.db
-    experiment: str | None = None   # default: the config's name
+    # None: sqlite:///results/<name>/mlflow.db
+    mlflow_uri: str | None = default("tracking.mlflow_uri")
+    experiment: str | None = default("tracking.experiment")   # None: the config's name
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> TrackingConfig:

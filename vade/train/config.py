@@ -30,7 +30,7 @@ from typing import Any
 from vade import methods
 from vade.checks import check_choice, check_name
 from vade.config_io import check_sections, section
-from vade.config_schema import build, check, subschema
+from vade.config_schema import build, check, default, subschema
 from vade.tracking import TrackingConfig
 from vade.train.verl.config import VerlConfig
 
@@ -99,9 +99,9 @@ class SamplerConfig:
     The one reader of these keys: the local trainer gets it from ``TrainConfig``, the verl plugin
     reads its ``data.sampler.vade`` block back into this class (``vade.train.verl.settings``)."""
 
-    lambda1: float = 0.2
-    lambda2: float = 0.999
-    snapshot_every: int = 50   # steps; 0 = only the initial state
+    lambda1: float = default("sampler.lambda1")
+    lambda2: float = default("sampler.lambda2")
+    snapshot_every: int = default("sampler.snapshot_every")   # steps; 0 = only the initial state
 
     def __post_init__(self) -> None:
         # the ranges: the schema's ``sampler`` (checked where the section is read)
@@ -115,17 +115,20 @@ class DapoConfig:
     """``dapo``: the run's rollout cap (x a non-filtering run's rollouts; the paper's 3: "three
     times the total") and verl-recipe's per-step generation-batch limit. Both backends read it."""
 
-    max_rollout_factor: float = 3.0
-    max_num_gen_batches: int = 0   # 0: no limit (the rollout cap still applies)
+    max_rollout_factor: float = float(default("dapo.max_rollout_factor"))
+    # 0: no limit (the rollout cap still applies)
+    max_num_gen_batches: int = default("dapo.max_num_gen_batches")
 
 
 @dataclass(frozen=True)
 class DivaConfig:
     """``diva``: DIVA-GRPO's advantage (``vade.diva.advantage``); the reference run's values."""
 
-    k: float = 0.1                  # difficulty weighting exp(k * dd * sign(A)) on the global term
-    low_reward: float = 0.15        # a group whose rewards all lie below this ...
-    low_reward_scale: float = 0.1   # ... has its advantages multiplied by this
+    # difficulty weighting exp(k * dd * sign(A)) on the global term
+    k: float = default("diva.k")
+    # a group whose rewards all lie below low_reward has its advantages multiplied by the scale
+    low_reward: float = default("diva.low_reward")
+    low_reward_scale: float = default("diva.low_reward_scale")
 
 
 @dataclass(frozen=True)

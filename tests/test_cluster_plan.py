@@ -261,14 +261,15 @@ def test_dry_runs_refuse_a_short_gpu_layout_and_leave_the_bill_to_vade_plan(tmp_
     assert proc.returncode != 0
     assert "resources.evaluate.gpu = 2 but evaluate.policy.tensor_parallel_size = 4" in (
         proc.stdout + proc.stderr)
-    # a NaN lr passes the schema; the bill's arithmetic names the key, with no traceback
+    # a NaN lr: refused by the schema's check (finite numbers only), one line naming the key,
+    # before the bill's arithmetic could meet it
     bad = copy.deepcopy(paper)
     bad["train"]["lr"] = float("nan")
     path.write_text(yaml.safe_dump(bad))
     proc = subprocess.run([str(SNAKEMAKE), "-n", "--configfile", str(path)], cwd=repo,
                           capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "config train.lr must be a number, got nan" in out
+    assert proc.returncode != 0 and "config key 'train.lr' must be a number, got nan" in out
     assert "bill.py" not in out and "Traceback" not in out
 
 

@@ -17,11 +17,15 @@ from typing import Any
 
 import numpy as np
 
+from vade.config_schema import subschema
+
 __all__ = ["NAME_MAX", "check_bool", "check_choice", "check_float", "check_int", "check_name",
            "check_number", "reject_unknown"]
 
-NAME_MAX = 64  # characters of a name that becomes a path component (data/<name>, results/<name>)
-_NAME = re.compile(rf"[A-Za-z0-9_-][A-Za-z0-9_.-]{{0,{NAME_MAX - 1}}}")
+# A name that becomes a path component (data/<name>, results/<name>): the schema's ``name``
+# states it once; this module gives the refusal a sentence a user can act on.
+NAME_MAX: int = subschema("name")["maxLength"]
+_NAME = re.compile(subschema("name")["pattern"])
 
 
 def _finite(value: Any) -> bool:

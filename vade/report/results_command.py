@@ -2,6 +2,8 @@
 
 * ``vade results export --runs DIR --difficulty FILE --out docs/data/<study>/runs.csv``: the
   per-run table (``vade.report.export``) from the run histories;
+* ``vade results merge NEW --into docs/data/<study>/runs.csv``: fold a sitting's export into the
+  committed table (``vade.report.table_merge``): runs carried, added, or refused when they differ;
 * ``vade results show TABLE``: the pre-registered section (``vade.report.numbers``) it gives;
 * ``vade results check [DOC ...]``: every ``<!-- numbers: ... -->`` block of the pages
   (default docs/results.md) against its table; exit 1 naming each block that differs;
@@ -26,6 +28,7 @@ from vade.report.export import read_tables, table_rows, write_table
 from vade.report.levels import level_lines
 from vade.report.numbers import section as numbers_section
 from vade.report.regime import trajectories
+from vade.report.table_merge import merge_table_files
 
 __all__ = ["add_arguments", "run"]
 
@@ -42,6 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="initial difficulty parquet files (their rollouts are on the cost axis)")
     ex.add_argument("--study", help="study name (default: the config's name)")
     ex.add_argument("--out", required=True, metavar="CSV", help="e.g. docs/data/<study>/runs.csv")
+    merge = sub.add_parser("merge", help="fold a new export into the committed per-run table")
+    merge.add_argument("new", metavar="NEW", help="a table written by `vade results export`")
+    merge.add_argument("--into", required=True, metavar="TABLE",
+                       help="the committed table (docs/data/<study>/runs.csv), rewritten whole")
     show = sub.add_parser("show", help="print the pre-registered section of a per-run table")
     show.add_argument("tables", nargs="+", metavar="CSV",
                       help="the study's table, then any control studies' (labelled method@study)")
@@ -76,6 +83,18 @@ def run(args: argparse.Namespace) -> int:
         rows = table_rows(inputs, str(study), cfg.val_metric, cfg.cost_axis)
         path = write_table(args.out, rows)
         print(f"wrote {path}: {len({r['run_id'] for r in rows})} runs, {len(rows)} rows")
+        return 0
+    if args.action == "merge":
+        merged = merge_table_files(args.new, args.into)
+        for line in merged.differing:
+            print(f"differs: {line}")
+        if merged.differing:
+            print(f"{args.into} left as it was: {len(merged.differing)} run(s) differ from their "
+                  "committed rows (another code version or machine? delete the committed rows "
+                  "on purpose, or find why)")
+            return 1
+        print(f"{args.into}: {len(merged.added)} run(s) added, {len(merged.carried)} carried "
+              f"over, {len(merged.agreed)} agree with their committed rows")
         return 0
     if args.action == "show":
         _, cfg = _report_config(args)

@@ -1,0 +1,94 @@
+"""Fold a study's freshly exported per-run table into the committed one.
+
+Why: a study outlives the machine that runs it. The race's runs take about 10 hours on two
+cores, sittings last three, and ``results/`` (the run histories) is neither committed nor
+guaranteed to survive to the next sitting. The committed table is what lasts, so each sitting's
+export is folded into it: a run the committed table has and the new export lacks is carried
+over, a new run is added, and a run both have must agree byte for byte (the export writes fixed
+decimals: same history, same bytes). A run that differs is refused, named with its first
+differing cell, and nothing is written: either the run is not what produced the committed rows
+(another code version, another machine's arithmetic) or the committed table is stale; both need
+a person's decision, not a silent overwrite.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from vade.report.export import COLUMNS
+
+__all__ = ["Merged", "merge_table_files", "merge_tables"]
+
+
+@dataclass(frozen=True)
+class Merged:
+    """The merged table's text and what happened to each run."""
+
+    text: str
+    added: tuple[str, ...]       # runs only the new export has
+    carried: tuple[str, ...]     # runs only the committed table has
+    agreed: tuple[str, ...]      # runs both have, identical
+    differing: tuple[str, ...]   # one line per run both have that differ (then ``text`` is "")
+
+
+def _runs(text: str, where: str) -> dict[str, list[list[str]]]:
+    """run id -> its rows (cells as written), in file order; the header must be COLUMNS."""
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or tuple(rows[0]) != COLUMNS:
+        raise ValueError(f"{where}: the header is not the per-run table's "
+                         f"({', '.join(COLUMNS)})")
+    out: dict[str, list[list[str]]] = {}
+    for line, row in enumerate(rows[1:], start=2):
+        if len(row) != len(COLUMNS):
+            raise ValueError(f"{where}: line {line} has {len(row)} cells, not {len(COLUMNS)}")
+        out.setdefault(row[1], []).append(row)
+    return out
+
+
+def _first_difference(old: list[list[str]], new: list[list[str]]) -> str:
+    if len(old) != len(new):
+        return f"{len(old)} rows committed, {len(new)} rows new"
+    for a, b in zip(old, new):
+        for column, x, y in zip(COLUMNS, a, b):
+            if x != y:
+                return f"step {a[4]}, {column}: committed {x!r}, new {y!r}"
+    return ""
+
+
+def merge_tables(committed: str, new: str, *, committed_name: str = "committed",
+                 new_name: str = "new") -> Merged:
+    """The committed table's text with the new export folded in (see the module docstring)."""
+    old_runs, new_runs = _runs(committed, committed_name), _runs(new, new_name)
+    shared = sorted(old_runs.keys() & new_runs.keys())
+    why = {rid: _first_difference(old_runs[rid], new_runs[rid]) for rid in shared}
+    differing = tuple(f"{rid}: {w}" for rid, w in why.items() if w)
+    agreed = tuple(rid for rid in shared if not why[rid])
+    added = tuple(sorted(new_runs.keys() - old_runs.keys()))
+    carried = tuple(sorted(old_runs.keys() - new_runs.keys()))
+    if differing:
+        return Merged("", added, carried, agreed, differing)
+    both = {**old_runs, **new_runs}
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for rid in sorted(both):   # the export's order: by run id, then step as written
+        w.writerows(both[rid])
+    return Merged(buf.getvalue(), added, carried, agreed, ())
+
+
+def merge_table_files(new: str | Path, into: str | Path) -> Merged:
+    """Fold the table file ``new`` into the file ``into`` (created when missing); ``into`` is
+    rewritten whole, and left as it was when a run differs."""
+    new_p, into_p = Path(new), Path(into)
+    committed = into_p.read_text(encoding="utf-8") if into_p.exists() else ",".join(COLUMNS) + "\n"
+    merged = merge_tables(committed, new_p.read_text(encoding="utf-8"),
+                          committed_name=str(into_p), new_name=str(new_p))
+    if not merged.differing:
+        into_p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = into_p.with_name(f".{into_p.name}.tmp")
+        tmp.write_text(merged.text, encoding="utf-8")
+        tmp.replace(into_p)
+    return merged

@@ -81,3 +81,16 @@ def test_a_crash_mid_demo_still_prints_the_finished_methods_summary(tmp_path, ca
             if line.startswith("│ v") and "varchar" not in line]
     assert rows == ["vade", "vanilla"] and "eff_ratio_last20" in captured.out
     assert (tmp_path / "e" / "effective_ratio.png").exists()
+
+
+def test_mmr1_pays_its_re_scoring_in_the_demo_as_in_the_trainer(tmp_path):
+    """Before: the demo never served MMR1's ``rescore_request``, so ``mmr1`` ran as
+    ``mmr1-stale`` and the two rows were identical. Now every 4 steps after its initial
+    scoring it re-scores the whole pool, charged as generated rollouts. By hand, 300 prompts,
+    B = 16, G = 8, 9 steps: 128 rollouts a step, plus 300 x 8 = 2,400 at steps 5 and 9."""
+    assert main(["demo", "--n-samples", "300", "--batch-size", "16", "--steps", "9",
+                 "--out", str(tmp_path), "--methods", "mmr1", "mmr1-stale"]) == 0
+    steps = query([tmp_path / "runs"], "SELECT run_id, rollouts FROM steps ORDER BY run_id, step")
+    got = steps.fetchall()
+    assert [r for rid, r in got if rid == "demo-mmr1"] == [128] * 4 + [2528] + [128] * 3 + [2528]
+    assert [r for rid, r in got if rid == "demo-mmr1-stale"] == [128] * 9

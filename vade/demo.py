@@ -86,9 +86,18 @@ def run_method(demo: DemoRun, runs_dir: Path, steps: int) -> Path:
                         config={"dynamics": demo.params.to_dict(), "steps": steps})
         store.log_initial_state(getattr(sampler, "alpha", None), getattr(sampler, "beta", None),
                                 n_samples=sampler.n_samples)
+        # MMR1 as published re-scores its pool with fresh rollouts every few steps: generated
+        # here as the trainer and the sampler lab do, and counted as generated rollouts
+        rescore = getattr(sampler, "rescore_request", None)
         bar = tqdm(range(steps), desc=f"{method:>12}", unit="step", mininterval=1.0)
         for _ in bar:
             t0 = time.perf_counter()
+            request = rescore() if rescore is not None else None
+            rescored = 0
+            if request is not None:
+                pool, n = request
+                sampler.observe_rescore(pool, env.rollout(pool, n), n)
+                rescored = int(pool.size) * n
             batch = sampler.select()
             t1 = time.perf_counter()
             correct = env.step(batch)
@@ -96,6 +105,7 @@ def run_method(demo: DemoRun, runs_dir: Path, steps: int) -> Path:
             obs = sampler.observe(batch, correct, g)
             t3 = time.perf_counter()
             store.log_step(obs, sampler_seconds=(t1 - t0) + (t3 - t2), state=sampler,
+                           rollouts_generated=obs.n_rollouts + rescored,
                            metrics={"mean_pass_rate": env.mean_pass_rate()})
             bar.set_postfix(eff=f"{obs.effective_ratio:.2f}", acc=f"{obs.mean_accuracy:.2f}",
                             refresh=False)

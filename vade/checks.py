@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from vade.config_schema import subschema
+from vade.config_schema import shown, subschema
 
 __all__ = ["NAME_MAX", "check_bool", "check_choice", "check_float", "check_int", "check_name",
            "check_number", "reject_unknown"]
@@ -89,8 +89,7 @@ def check_name(name: str, value: Any) -> str:
     most 40 characters of the value (issue 49: a 10 MB name gave a 10 MB error line)."""
     if isinstance(value, str) and _NAME.fullmatch(value):
         return value
-    shown = repr(value)[:40] + ("..." if len(repr(value)) > 40 else "")
     size = f" ({len(value):,} characters)" if isinstance(value, str) else ""
     raise ValueError(f"config key '{name}' must be a name usable as one folder: letters, digits, "
                      f"'_', '-', '.', not starting with '.', at most {NAME_MAX} characters; got "
-                     f"{shown}{size}")
+                     f"{shown(value)}{size}")

@@ -33,7 +33,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-__all__ = ["SCHEMA_PATH", "build", "check", "default", "error_line", "schema", "subschema"]
+__all__ = ["SCHEMA_PATH", "build", "check", "default", "error_line", "schema", "shown", "subschema"]
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 # Sections a verb receives under another name: ``model`` is one entry of ``models``.
@@ -124,7 +124,8 @@ def check(value: Any, key: str = "", where: str | None = None, *,
         raise ValueError(error_line(error, key if where is None else where))
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
+    """``repr(value)``, cut to 40 characters: a 10 MB value is not echoed in an error line."""
     text = repr(value)
     return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
 
@@ -164,18 +165,18 @@ def error_line(error: jsonschema.ValidationError, prefix: str = "") -> str:
     if rule == "type":
         wanted = [bound] if isinstance(bound, str) else bound
         allowed = " or ".join(_TYPES.get(t, t) for t in wanted)
-        return f"{head} must be {allowed}, got {_shown(value)}"
+        return f"{head} must be {allowed}, got {shown(value)}"
     if rule in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-        return f"{head} must be {_kind(error.schema)} {_range(error.schema)}, got {_shown(value)}"
+        return f"{head} must be {_kind(error.schema)} {_range(error.schema)}, got {shown(value)}"
     if rule == "enum" and "propertyNames" in error.schema_path:   # a key of a free mapping
         close = difflib.get_close_matches(str(value), list(map(str, bound)), n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         return (f"config key '{_dotted(key, [value])}' is unknown ({hint}allowed: "
                 f"{', '.join(map(str, bound))})")
     if rule == "enum":
-        return f"{head} must be one of {', '.join(map(str, bound))}, got {_shown(value)}"
+        return f"{head} must be one of {', '.join(map(str, bound))}, got {shown(value)}"
     if rule == "const":
-        return f"{head} must be {bound!r}, got {_shown(value)}"
+        return f"{head} must be {bound!r}, got {shown(value)}"
     if rule == "additionalProperties" and bound is False:
         known = sorted(error.schema.get("properties", {}))
         extra = min(str(k) for k in value if k not in known)
@@ -188,20 +189,20 @@ def error_line(error: jsonschema.ValidationError, prefix: str = "") -> str:
         return f"config key '{_dotted(key, [missing])}' is required"
     if rule == "minLength":
         wanted = "a non-empty string" if bound == 1 else f"a string of at least {bound} characters"
-        return f"{head} must be {wanted}, got {_shown(value)}"
+        return f"{head} must be {wanted}, got {shown(value)}"
     if rule == "maxLength":
-        return (f"{head} must be at most {bound} characters, got {_shown(value)} "
+        return (f"{head} must be at most {bound} characters, got {shown(value)} "
                 f"({len(value):,} characters)")
     if rule == "minItems":
         wanted = "a non-empty list" if bound == 1 else f"a list of at least {bound} items"
-        return f"{head} must be {wanted}, got {_shown(value)}"
+        return f"{head} must be {wanted}, got {shown(value)}"
     if rule == "minProperties":
         keys = "one key" if bound == 1 else f"{bound} keys"
-        return f"{head} must have at least {keys}, got {_shown(value)}"
+        return f"{head} must have at least {keys}, got {shown(value)}"
     if rule == "uniqueItems":
-        return f"{head} must not repeat an item, got {_shown(value)}"
+        return f"{head} must not repeat an item, got {shown(value)}"
     if rule == "pattern":
-        return f"{head} must match {bound}, got {_shown(value)}"
+        return f"{head} must match {bound}, got {shown(value)}"
     message = error.message if len(error.message) <= 300 else error.message[:300] + "..."
     return f"{head}: {message}"
 

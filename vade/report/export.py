@@ -36,7 +36,7 @@ import numpy as np
 from vade.report.collect import Curve, Inputs, parse_run_id
 
 __all__ = ["COLUMNS", "RunRows", "read_table", "read_tables", "table_rows", "table_text",
-           "write_table"]
+           "write_table", "write_table_text"]
 
 COLUMNS = ("study", "run_id", "method", "seed", "step", "val", "rollouts",
            "rollouts_generated", "eff_trained", "eff_generated")
@@ -100,10 +100,15 @@ def table_text(rows: Sequence[dict[str, object]]) -> str:
 
 def write_table(path: str | Path, rows: Sequence[dict[str, object]]) -> Path:
     """Write ``rows`` to ``path`` (whole file at once: a failed write leaves the old one)."""
+    return write_table_text(path, table_text(rows))
+
+
+def write_table_text(path: str | Path, text: str) -> Path:
+    """Write a table's ``text`` to ``path`` whole: a failed write leaves the old file."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.name}.tmp")
-    tmp.write_text(table_text(rows), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(p)
     return p
 

@@ -18,7 +18,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from vade.report.export import COLUMNS
+from vade.report.export import COLUMNS, table_text, write_table_text
 
 __all__ = ["Merged", "merge_table_files", "merge_tables"]
 
@@ -83,12 +83,9 @@ def merge_table_files(new: str | Path, into: str | Path) -> Merged:
     """Fold the table file ``new`` into the file ``into`` (created when missing); ``into`` is
     rewritten whole, and left as it was when a run differs."""
     new_p, into_p = Path(new), Path(into)
-    committed = into_p.read_text(encoding="utf-8") if into_p.exists() else ",".join(COLUMNS) + "\n"
+    committed = into_p.read_text(encoding="utf-8") if into_p.exists() else table_text([])
     merged = merge_tables(committed, new_p.read_text(encoding="utf-8"),
                           committed_name=str(into_p), new_name=str(new_p))
     if not merged.differing:
-        into_p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = into_p.with_name(f".{into_p.name}.tmp")
-        tmp.write_text(merged.text, encoding="utf-8")
-        tmp.replace(into_p)
+        write_table_text(into_p, merged.text)
     return merged

@@ -341,13 +341,13 @@ def test_score_axis_is_never_narrower_than_its_noise():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from vade.report.figures import _min_span
+    from vade.report.figures import min_span
 
     fig, ax = plt.subplots()
     for ylim, want in (((0.500, 0.506), (0.453, 0.553)), ((0.0, 0.01), (0.0, 0.1)),
                        ((0.97, 1.0), (0.9, 1.0)), ((0.2, 0.6), (0.2, 0.6))):
         ax.set_ylim(*ylim)
-        _min_span(ax, 0.1)
+        min_span(ax, 0.1)
         assert ax.get_ylim() == pytest.approx(want)
     plt.close(fig)
 

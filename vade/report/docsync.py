@@ -12,6 +12,15 @@ the main one, their runs labelled ``method@study``; options: ``fraction``, ``gri
 as comma-separated steps, ``decimals``). ``vade results check`` recomputes every block and names
 those that differ; ``vade results write`` rewrites them. So no number in such a block can be
 typed by hand or outlive the data it came from.
+
+A figure is written as
+
+    <!-- figure: docs/data/<study>/runs.csv docs/figures/<study>.png [grid_step=N] -->
+    ![...](figures/<study>.png)
+
+and drawn by ``vade.report.table_figure`` (same ``+`` for controls); the PNG records the digest
+of the table(s) it was drawn from, so ``check`` names a figure older than its table and
+``write`` redraws it.
 """
 
 from __future__ import annotations
@@ -22,11 +31,13 @@ from pathlib import Path
 
 from vade.report.export import read_tables
 from vade.report.numbers import section
+from vade.report.table_figure import SOURCE_KEY, figure, source_digest
 
-__all__ = ["Block", "blocks", "check", "render", "write"]
+__all__ = ["Block", "FigureMark", "blocks", "check", "figures", "render", "write"]
 
 _BLOCK = re.compile(r"(<!-- numbers: (?P<path>\S+)(?P<opts>[^>]*?) -->\n)(?P<body>.*?)"
                     r"(<!-- /numbers -->)", re.DOTALL)
+_FIGURE = re.compile(r"<!-- figure: (?P<path>\S+) (?P<png>\S+)(?P<opts>[^>]*?) -->")
 
 
 @dataclass(frozen=True)
@@ -36,13 +47,22 @@ class Block:
     body: str                  # the text now between the markers
 
 
-def _options(text: str, where: str) -> dict[str, str]:
+@dataclass(frozen=True)
+class FigureMark:
+    table: str                 # as Block.table
+    png: str                   # the figure's path, relative to the root
+    grid_step: float
+
+
+def _options(text: str, where: str,
+             allowed: tuple[str, ...] = ("fraction", "grid_step", "plateau_checks", "decimals"),
+             ) -> dict[str, str]:
     out = {}
     for item in text.split():
         key, sep, value = item.partition("=")
-        if not sep or key not in ("fraction", "grid_step", "plateau_checks", "decimals"):
-            raise ValueError(f"{where}: option {item!r} is not fraction=, grid_step=, "
-                             "plateau_checks= or decimals=")
+        if not sep or key not in allowed:
+            raise ValueError(f"{where}: option {item!r} is not one of "
+                             f"{', '.join(k + '=' for k in allowed)}")
         out[key] = value
     return out
 
@@ -53,24 +73,54 @@ def blocks(doc: str | Path) -> list[Block]:
             for m in _BLOCK.finditer(p.read_text(encoding="utf-8"))]
 
 
+def figures(doc: str | Path) -> list[FigureMark]:
+    p = Path(doc)
+    return [FigureMark(m["path"], m["png"], float(_options(
+                m["opts"], f"{p}: figure {m['png']}", ("grid_step",)).get("grid_step", 3840)))
+            for m in _FIGURE.finditer(p.read_text(encoding="utf-8"))]
+
+
+def _tables(mark: Block | FigureMark, root: str | Path) -> list[Path]:
+    return [Path(root) / t for t in mark.table.split("+")]
+
+
+def _figure_source(png: Path) -> str | None:
+    """The table digest a figure records (None: no file, or not one of ours)."""
+    from PIL import Image  # lazy: matplotlib's dependency, needed only for figures
+
+    if not png.is_file():
+        return None
+    with Image.open(png) as im:
+        return getattr(im, "text", {}).get(SOURCE_KEY)
+
+
+def _stale(mark: FigureMark, root: str | Path) -> bool:
+    return _figure_source(Path(root) / mark.png) != source_digest(_tables(mark, root))
+
+
 def render(block: Block, root: str | Path) -> str:
     """The block's text recomputed from its table."""
     o = block.options
     checks = tuple(int(c) for c in o.get("plateau_checks", "").split(",") if c)
-    return section(read_tables([Path(root) / t for t in block.table.split("+")]),
+    return section(read_tables(_tables(block, root)),
                    fraction=float(o.get("fraction", 0.995)),
                    grid_step=float(o.get("grid_step", 3840)), plateau_checks=checks,
                    decimals=int(o.get("decimals", 2)))
 
 
 def check(doc: str | Path, root: str | Path) -> list[str]:
-    """One line per block whose text differs from its table's (empty: all agree)."""
+    """One line per block whose text differs from its table's, and per figure drawn from
+    another version of its table (empty: all agree)."""
     return [f"{doc}: the block of {b.table} differs from the table (run `vade results write "
-            f"{doc}`)" for b in blocks(doc) if render(b, root) != b.body]
+            f"{doc}`)" for b in blocks(doc) if render(b, root) != b.body] + [
+            f"{doc}: the figure {f.png} is missing or was drawn from another version of "
+            f"{f.table} (run `vade results write {doc}`)" for f in figures(doc)
+            if _stale(f, root)]
 
 
 def write(doc: str | Path, root: str | Path) -> int:
-    """Rewrite every block from its table; returns how many changed."""
+    """Rewrite every block from its table and redraw every stale figure; returns how many
+    changed."""
     p = Path(doc)
     text = p.read_text(encoding="utf-8")
     changed = 0
@@ -84,4 +134,8 @@ def write(doc: str | Path, root: str | Path) -> int:
     new = _BLOCK.sub(sub, text)
     if changed:
         p.write_text(new, encoding="utf-8")
+    for mark in figures(p):
+        if _stale(mark, root):
+            figure(_tables(mark, root), Path(root) / mark.png, grid_step=mark.grid_step)
+            changed += 1
     return changed

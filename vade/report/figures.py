@@ -15,7 +15,7 @@ left out silently. Files are written to a temporary name and renamed.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from vade.report.collect import Inputs, RunKey
 from vade.report.stats import mean_interval
 
 __all__ = ["COLORS", "MIN_SCORE_SPAN", "STYLES", "VAL_ITEMS", "figure1", "figure3", "figure4",
-           "save", "seed_band"]
+           "min_span", "save", "seed_band"]
 
 COLORS = {m.name: m.colour for m in METHODS.values()}
 STYLES = {m.name: m.linestyle for m in METHODS.values()}
@@ -37,10 +37,11 @@ MIN_SCORE_SPAN = 0.1     # smallest y range of a score panel (one tiny score's S
 _PNG_META = {"Software": None}  # no library version in the file: same inputs, same bytes
 
 
-def save(fig, path: Path) -> Path:
+def save(fig, path: Path, text: Mapping[str, str] | None = None) -> Path:
+    """Write atomically; ``text``: extra PNG text chunks (e.g. what the figure was drawn from)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
-    fig.savefig(tmp, dpi=110, metadata=_PNG_META)
+    fig.savefig(tmp, dpi=110, metadata={**_PNG_META, **(text or {})})
     os.replace(tmp, path)
     import matplotlib.pyplot as plt  # lazy: the report extra, slow to load
 
@@ -132,7 +133,7 @@ def _panel(ax, inputs: Inputs, model: str, algo: str, methods: Sequence[str], me
     ax.grid(alpha=0.3)
     ax.set_xlim(left=0)  # curves start at step 0 / no rollouts
     if score and ax.lines:
-        _min_span(ax, MIN_SCORE_SPAN)
+        min_span(ax, MIN_SCORE_SPAN)
     handles = ax.get_legend_handles_labels()[0]
     if len(handles) > 4:  # many methods: beside the panel, not over the curves
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
@@ -163,7 +164,7 @@ def missing_text(keys: Sequence[RunKey]) -> str:
     return "missing: " + "\n".join(lines)
 
 
-def _min_span(ax, span: float) -> None:
+def min_span(ax, span: float) -> None:
     """Keep a score axis at least ``span`` tall (within [0, 1]): differences far below one score's
     standard error must not fill the panel."""
     lo, hi = ax.get_ylim()

@@ -5,9 +5,12 @@
 * ``vade results merge NEW --into docs/data/<study>/runs.csv``: fold a sitting's export into the
   committed table (``vade.report.table_merge``): runs carried, added, or refused when they differ;
 * ``vade results show TABLE``: the pre-registered section (``vade.report.numbers``) it gives;
-* ``vade results check [DOC ...]``: every ``<!-- numbers: ... -->`` block of the pages
-  (default docs/results.md) against its table; exit 1 naming each block that differs;
-* ``vade results write [DOC ...]``: rewrite those blocks from their tables;
+* ``vade results plot TABLE ... --out PNG``: the study's figure (``vade.report.table_figure``):
+  validation on the rollout grid, the paired difference to vanilla, the effective ratio;
+* ``vade results check [DOC ...]``: every ``<!-- numbers: ... -->`` block and
+  ``<!-- figure: ... -->`` of the pages (default docs/results.md) against its table; exit 1
+  naming each block or figure that differs;
+* ``vade results write [DOC ...]``: rewrite those blocks and redraw those figures;
 * ``vade results regime --runs DIR``: each run's effective ratio by third and by tenth of its
   steps, and whether it is in the paper's regime (``vade.report.regime``): the calibration of a
   testbed on vanilla alone;
@@ -28,6 +31,7 @@ from vade.report.export import read_tables, table_rows, write_table
 from vade.report.levels import level_lines
 from vade.report.numbers import section as numbers_section
 from vade.report.regime import trajectories
+from vade.report.table_figure import figure
 from vade.report.table_merge import merge_table_files
 
 __all__ = ["add_arguments", "run"]
@@ -53,6 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     show.add_argument("tables", nargs="+", metavar="CSV",
                       help="the study's table, then any control studies' (labelled method@study)")
     add_config_arguments(show, required=False)
+    plot = sub.add_parser("plot", help="draw a study's figure from its per-run table(s)")
+    plot.add_argument("tables", nargs="+", metavar="CSV",
+                      help="the study's table, then any control studies' (labelled method@study)")
+    plot.add_argument("--out", required=True, metavar="PNG", help="e.g. docs/figures/<study>.png")
+    plot.add_argument("--grid-step", type=float, default=3840.0, metavar="ROLLOUTS",
+                      help="the rollout grid the validation curves are put on (default 3840)")
     reg = sub.add_parser("regime", help="effective ratio over training, against the regime rule")
     reg.add_argument("--runs", nargs="+", required=True, metavar="PATH",
                      help="history.duckdb files or a runs/ directory (vanilla's)")
@@ -60,8 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     lev.add_argument("--data", required=True, metavar="PARQUET", help="the training split")
     lev.add_argument("--difficulty", required=True, metavar="PARQUET",
                      help="the initial difficulty rollouts (difficulty/<model>/initial.parquet)")
-    for name, text in (("check", "check the generated blocks of results pages"),
-                       ("write", "rewrite the generated blocks of results pages")):
+    for name, text in (("check", "check the generated blocks and figures of results pages"),
+                       ("write", "rewrite the generated blocks and figures of results pages")):
         p = sub.add_parser(name, help=text)
         p.add_argument("docs", nargs="*", default=_DOCS, metavar="DOC")
         p.add_argument("--root", default=".", help="where the tables' paths start")
@@ -102,6 +112,11 @@ def run(args: argparse.Namespace) -> int:
                               grid_step=cfg.rollout_grid, plateau_checks=cfg.plateau_checks,
                               decimals=cfg.decimals), end="")
         return 0
+    if args.action == "plot":
+        if not args.grid_step > 0:
+            raise ValueError(f"--grid-step must be > 0, got {args.grid_step}")
+        print(f"wrote {figure(args.tables, args.out, grid_step=args.grid_step)}")
+        return 0
     if args.action == "regime":
         inputs = collect(runs=args.runs, evals=[], expected=[], metric_names=[])
         curves = {rid: run.curves["effective_ratio"] for rid, run in inputs.runs.items()
@@ -119,9 +134,9 @@ def run(args: argparse.Namespace) -> int:
         bad = [line for doc in args.docs for line in docsync.check(doc, args.root)]
         for line in bad:
             print(line)
-        n = sum(len(docsync.blocks(d)) for d in args.docs)
-        print(f"{n - len(bad)} of {n} generated blocks agree with their tables")
+        n = sum(len(docsync.blocks(d)) + len(docsync.figures(d)) for d in args.docs)
+        print(f"{n - len(bad)} of {n} generated blocks and figures agree with their tables")
         return 1 if bad else 0
     changed = sum(docsync.write(Path(doc), args.root) for doc in args.docs)
-    print(f"rewrote {changed} block(s)")
+    print(f"rewrote {changed} block(s) and figure(s)")
     return 0

@@ -1,0 +1,180 @@
+"""The results page's figure of a study, drawn from its committed per-run table.
+
+Why from the table and not from the run histories: a figure on the page must be re-drawable
+from what is committed (``docs/data/<study>/runs.csv``), like the page's numbers, and must show
+what the pre-registered estimators compute, not a different average. So:
+
+* the validation panel puts every run on the pre-registered rollout grid
+  (``estimators.on_grid``: linear interpolation between validations, never extrapolated) before
+  averaging over seeds: a method validated more often draws no differently;
+* the difference panel pairs each method with vanilla seed by seed on that grid: the primary
+  comparison (validation at equal rollouts), drawn at every grid point instead of read at one;
+* the effective-ratio panel draws, between consecutive validations, the mean share of generated
+  groups with a non-zero advantage (solid) and, where a filter makes it differ, of trained
+  groups (dashed; DAPO's trained share is 1 by construction): the table keeps running means, so
+  each window's mean is recovered from two of them (``window_means``).
+
+Each band is a 95% t-interval over seeds; a grid point or step is drawn only where at least two
+seeds have it (a method with one seed: its own curve, no band). The PNG records the SHA-256 of
+the table(s) it was drawn from (text chunk ``Source``), so ``vade results check`` can tell a
+figure that is older than its table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from vade.report.estimators import on_grid
+from vade.report.export import RunRows, read_tables
+from vade.report.figures import COLORS, MIN_SCORE_SPAN, STYLES, min_span, save
+from vade.report.numbers import by_method
+from vade.report.stats import mean_interval
+
+__all__ = ["REFERENCE", "SOURCE_KEY", "Band", "figure", "grid_band", "paired_band",
+           "source_digest", "step_band", "window_means"]
+
+REFERENCE = "vanilla"   # the method every difference is taken against
+SOURCE_KEY = "Source"   # PNG text chunk: the digest of the table(s) the figure was drawn from
+
+
+@dataclass(frozen=True)
+class Band:
+    """Mean over seeds and its 95% t-interval at each x, and how many seeds each point has."""
+
+    x: np.ndarray
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    n: np.ndarray
+
+
+def _band(points: Mapping[float, list[float]], seeds: int) -> Band:
+    """Aggregate the values at each x, keeping the x that at least min(2, seeds) seeds have."""
+    xs = sorted(x for x, v in points.items() if len(v) >= min(2, seeds))
+    ivs = [mean_interval(points[x]) for x in xs]
+    return Band(np.array(xs, np.float64), np.array([i.mean for i in ivs]),
+                np.array([i.low for i in ivs]), np.array([i.high for i in ivs]),
+                np.array([i.n for i in ivs], np.int64))
+
+
+def grid_band(runs: Mapping[int, RunRows], grid_step: float) -> Band:
+    """Validation score on the rollout grid (the cost axis), mean over seeds."""
+    points: dict[float, list[float]] = {}
+    for rows in runs.values():
+        for x, y in zip(*on_grid(rows.rollouts, rows.val, grid_step)):
+            points.setdefault(float(x), []).append(float(y))
+    return _band(points, len(runs))
+
+
+def paired_band(runs: Mapping[int, RunRows], ref: Mapping[int, RunRows],
+                grid_step: float) -> Band:
+    """Method minus reference on the rollout grid, paired by seed: at each grid point, the seeds
+    whose two runs both reach it."""
+    points: dict[float, list[float]] = {}
+    seeds = sorted(set(runs) & set(ref))
+    for s in seeds:
+        xa, ya = on_grid(runs[s].rollouts, runs[s].val, grid_step)
+        xb, yb = on_grid(ref[s].rollouts, ref[s].val, grid_step)
+        b = dict(zip(xb.tolist(), yb.tolist()))
+        for x, y in zip(xa.tolist(), ya.tolist()):
+            if x in b:
+                points.setdefault(float(x), []).append(y - b[x])
+    return _band(points, len(seeds))
+
+
+def window_means(step: np.ndarray, running: np.ndarray) -> np.ndarray:
+    """The mean over the steps since the previous row, from the table's running means (mean over
+    steps 1..s): (m_k s_k - m_(k-1) s_(k-1)) / (s_k - s_(k-1)), the first window from step 0.
+    Assumes what the trainer writes, one value per step; NaN where a running mean is missing."""
+    s = np.asarray(step, np.float64)
+    total = np.asarray(running, np.float64) * s
+    prev_s = np.concatenate([[0.0], s[:-1]])
+    prev_total = np.concatenate([[0.0], total[:-1]])
+    prev_total[prev_s == 0] = 0.0   # step 0's running mean is empty (no step yet)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(s > prev_s, (total - prev_total) / (s - prev_s), np.nan)
+
+
+def step_band(runs: Mapping[int, RunRows], field: str) -> Band:
+    """A running-mean column (``eff_generated``, ``eff_trained``) as the mean over each window
+    between validations, plotted at the window's last step; mean over seeds."""
+    points: dict[float, list[float]] = {}
+    for rows in runs.values():
+        for x, y in zip(rows.step.tolist(), window_means(rows.step, getattr(rows, field))):
+            if np.isfinite(y):
+                points.setdefault(float(x), []).append(float(y))
+    return _band(points, len(runs))
+
+
+def source_digest(paths: Sequence[str | Path]) -> str:
+    """SHA-256 over the tables' bytes, in order: what ``check`` compares a figure's with."""
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(Path(p).read_bytes())
+    return "sha256:" + h.hexdigest()
+
+
+def _style(label: str) -> tuple[str, object]:
+    """A control (``method@study``) keeps its method's colour, dotted."""
+    method, _, control = label.partition("@")
+    return COLORS.get(method, "black"), (":" if control else STYLES.get(method, "-"))
+
+
+def _draw(ax, band: Band, label: str, legend: str, *, dashed: bool = False) -> None:
+    """``label``: the method (or ``method@study``), which sets colour and style; ``legend``:
+    the line's text."""
+    color, style = _style(label)
+    ax.plot(band.x, band.mean, color=color, linestyle="--" if dashed else style, lw=1.6,
+            label=legend)
+    if band.x.size and int(band.n.max()) >= 2:
+        ax.fill_between(band.x, band.low, band.high, color=color, alpha=0.15, linewidth=0)
+
+
+def figure(tables: Sequence[str | Path], path: str | Path, *, grid_step: float = 3840.0,
+           title: str | None = None) -> Path:
+    """Three panels: validation vs rollouts, method minus vanilla at equal rollouts, effective
+    ratio vs step. ``tables``: the study's, then any controls' (labelled ``method@study``)."""
+    import matplotlib  # lazy: the report extra, slow to load
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # lazy: the report extra, slow to load
+
+    groups = by_method(read_tables(tables))
+    if not groups:
+        raise ValueError(f"no runs in {', '.join(map(str, tables))}")
+    fig, (val, diff, eff) = plt.subplots(1, 3, figsize=(16.0, 4.6))
+    ref = groups.get(REFERENCE)
+    for label, runs in groups.items():
+        name = f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
+        _draw(val, grid_band(runs, grid_step), label, name)
+        if ref is not None and label != REFERENCE:
+            _draw(diff, paired_band(runs, ref, grid_step), label, name)
+        gen, trained = step_band(runs, "eff_generated"), step_band(runs, "eff_trained")
+        _draw(eff, gen, label, name)
+        if gen.x.shape != trained.x.shape or not np.allclose(gen.mean, trained.mean):
+            _draw(eff, trained, label, f"{label}, trained groups", dashed=True)
+    val.set(xlabel="rollouts (cost axis: every rollout generated or charged)",
+            ylabel="validation score", title="validation, mean over seeds (95% band)")
+    min_span(val, MIN_SCORE_SPAN)
+    diff.axhline(0.0, color="black", lw=0.8)
+    diff.set(xlabel="rollouts (cost axis)", ylabel=f"difference to {REFERENCE}",
+             title=f"minus {REFERENCE} at equal rollouts, paired by seed"
+             if ref is not None else f"no {REFERENCE} runs: no paired difference")
+    eff.set(xlabel="step", ylabel="effective ratio",
+            title="share of groups with a non-zero advantage, per window")
+    for ax in (val, diff, eff):
+        ax.grid(alpha=0.3)
+        ax.set_xlim(left=0)
+        ax.tick_params(labelsize=9)
+    val.legend(fontsize=7, loc="lower right")
+    eff.legend(fontsize=7, loc="lower left")
+    study = Path(tables[0]).parent.name
+    fig.suptitle(title or f"{study}: {sum(len(r) for r in groups.values())} runs "
+                 f"(grid {grid_step:,.0f} rollouts, linear interpolation)", fontsize=11)
+    fig.tight_layout()
+    return save(fig, Path(path), {SOURCE_KEY: source_digest(tables)})

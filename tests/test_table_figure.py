@@ -18,8 +18,15 @@ from PIL import Image
 from vade.cli import main
 from vade.report import docsync
 from vade.report.export import read_table, write_table
-from vade.report.table_figure import (SOURCE_KEY, figure, grid_band, paired_band, source_digest,
-                                      step_band, window_means)
+from vade.report.table_figure import (
+    SOURCE_KEY,
+    figure,
+    grid_band,
+    paired_band,
+    source_digest,
+    step_band,
+    window_means,
+)
 
 T975_DF1 = 12.706  # t(0.975, 1)
 
@@ -82,9 +89,9 @@ def test_figure_records_its_table_and_check_names_a_stale_one(tmp_path, capsys):
     doc.write_text("# r\n\n<!-- figure: docs/data/t/runs.csv docs/figures/t.png -->\n"
                    "![t](figures/t.png)\n", encoding="utf-8")
     png = tmp_path / "docs" / "figures" / "t.png"
-    assert docsync.check(doc, tmp_path) == [
+    assert docsync.check(doc, tmp_path) == [(
         f"{doc}: the figure docs/figures/t.png is missing or was drawn from another version of "
-        f"docs/data/t/runs.csv (run `vade results write {doc}`)"]
+        f"docs/data/t/runs.csv (run `vade results write {doc}`)")]
     assert main(["results", "write", str(doc), "--root", str(tmp_path)]) == 0
     with Image.open(png) as im:
         assert im.text[SOURCE_KEY] == source_digest([table])

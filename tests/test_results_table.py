@@ -20,7 +20,7 @@ from vade.report import docsync
 from vade.report.collect import Curve, Inputs, RunInfo, parse_run_id
 from vade.report.export import COLUMNS, read_table, read_tables, table_rows, write_table
 from vade.report.numbers import by_method, holm, section
-from vade.report.regime import trajectory
+from vade.report.regime import regime_section, table_trajectory, trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = np.arange(0, 91, 15)  # validations every 15 steps, 128 rollouts a step
@@ -186,6 +186,42 @@ def test_regime_rule_by_hand():
     assert not trajectory(curve([0.8] * 3 + [0.5] * 3 + [0.3] * 3)).in_regime
     with pytest.raises(ValueError, match="cannot be split"):
         trajectory(Curve(steps[:2], np.ones(2), steps[:2] * 1.0, "duckdb"))
+
+
+def test_regime_from_the_committed_tables_running_means_by_hand(tmp_path):
+    """The same per-step ratios as above (thirds 0.8, 0.5, 0.15 over steps 1-9), written as the
+    table's running means at validations 0, 3, 6, 9: 0.8, (2.4 + 1.5) / 6 = 0.65,
+    (3.9 + 0.45) / 9 = 0.48333; the table's thirds must give back 0.8, 0.5, 0.15. A run whose
+    validations miss a cut (steps 0, 4, 9) is refused, naming the run and the step."""
+    def rows(run, steps, running):
+        return [{"study": "t", "run_id": run, "method": run.split("-")[2],
+                 "seed": int(run[-1]), "step": s, "val": 0.5, "rollouts": s * 128.0,
+                 "rollouts_generated": s * 128.0, "eff_trained": m, "eff_generated": m}
+                for s, m in zip(steps, running)]
+
+    nan = float("nan")
+    table = write_table(tmp_path / "docs" / "data" / "t" / "runs.csv",
+                        rows("t-grpo-vanilla-s0", [0, 3, 6, 9], [nan, 0.8, 0.65, 0.483333])
+                        + rows("t-grpo-vanilla-s1", [0, 3, 6, 9], [nan, 0.8, 0.65, 0.483333])
+                        + rows("t-grpo-vade-s0", [0, 3, 6, 9], [nan, 0.9, 0.9, 0.9]))
+    runs = read_table(table)
+    t = table_trajectory(runs["t-grpo-vanilla-s0"])
+    assert t.parts == pytest.approx((0.8, 0.5, 0.15), abs=1e-5) and t.in_regime
+    text = regime_section(by_method(runs))
+    assert "| vanilla | 2 | 0.800 [0.800, 0.800] | 0.500 [0.500, 0.500] | 0.150 [0.150, 0.150] " \
+           "| 2 of 2 |" in text
+    assert "| vade | 1 | 0.900 (n=1) | 0.900 (n=1) | 0.900 (n=1) | - |" in text
+    doc = tmp_path / "docs" / "results.md"
+    doc.write_text("<!-- regime: docs/data/t/runs.csv -->\n| typed |\n<!-- /regime -->\n")
+    assert docsync.check(doc, tmp_path) == [(
+        f"{doc}: the regime block of docs/data/t/runs.csv differs from the table (run "
+        f"`vade results write {doc}`)")]
+    assert docsync.write(doc, tmp_path) == 1 and docsync.check(doc, tmp_path) == []
+    gap = read_table(write_table(tmp_path / "gap.csv", rows("t-grpo-vanilla-s2", [0, 4, 9],
+                                                             [nan, 0.8, 0.5])))
+    with pytest.raises(ValueError, match=r"t-grpo-vanilla-s2: 3 parts of its 9 steps need rows "
+                                         r"at steps 3, 6, 9; the table has none at 3, 6"):
+        table_trajectory(gap["t-grpo-vanilla-s2"])
 
 
 def test_sec_levels_come_from_each_items_construction():

@@ -17,7 +17,7 @@ from PIL import Image
 
 from vade.cli import main
 from vade.report import docsync
-from vade.report.export import read_table, write_table
+from vade.report.export import read_table, window_means, write_table
 from vade.report.table_figure import (
     SOURCE_KEY,
     figure,
@@ -25,7 +25,6 @@ from vade.report.table_figure import (
     paired_band,
     source_digest,
     step_band,
-    window_means,
 )
 
 T975_DF1 = 12.706  # t(0.975, 1)

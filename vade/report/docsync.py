@@ -9,9 +9,11 @@ A block is written in the Markdown as
 
 (path relative to the repository root; ``main.csv+control.csv`` reads control studies beside
 the main one, their runs labelled ``method@study``; options: ``fraction``, ``grid_step``, ``plateau_checks``
-as comma-separated steps, ``decimals``). ``vade results check`` recomputes every block and names
-those that differ; ``vade results write`` rewrites them. So no number in such a block can be
-typed by hand or outlive the data it came from.
+as comma-separated steps, ``decimals``). A ``<!-- regime: ... -->`` block (option
+``decimals``) holds ``vade.report.regime.regime_section``: each method's effective ratio by
+third of its steps, against the testbed's regime rule. ``vade results check`` recomputes every
+block and names those that differ; ``vade results write`` rewrites them. So no number in such a
+block can be typed by hand or outlive the data it came from.
 
 A figure is written as
 
@@ -30,18 +32,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vade.report.export import read_tables
-from vade.report.numbers import section
+from vade.report.numbers import by_method, section
+from vade.report.regime import regime_section
 from vade.report.table_figure import SOURCE_KEY, figure, source_digest
 
 __all__ = ["Block", "FigureMark", "blocks", "check", "figures", "render", "write"]
 
-_BLOCK = re.compile(r"(<!-- numbers: (?P<path>\S+)(?P<opts>[^>]*?) -->\n)(?P<body>.*?)"
-                    r"(<!-- /numbers -->)", re.DOTALL)
+_BLOCK = re.compile(r"(?P<open><!-- (?P<kind>numbers|regime): (?P<path>\S+)(?P<opts>[^>]*?) -->\n)"
+                    r"(?P<body>.*?)(?P<close><!-- /(?P=kind) -->)", re.DOTALL)
+_ALLOWED = {"numbers": ("fraction", "grid_step", "plateau_checks", "decimals"),
+            "regime": ("decimals",)}
 _FIGURE = re.compile(r"<!-- figure: (?P<path>\S+) (?P<png>\S+)(?P<opts>[^>]*?) -->")
 
 
 @dataclass(frozen=True)
 class Block:
+    kind: str                  # "numbers" or "regime": what renders it
     table: str                 # path(s) of the per-run table(s), relative to the root, "+"-joined
     options: dict[str, str]
     body: str                  # the text now between the markers
@@ -69,8 +75,12 @@ def _options(text: str, where: str,
 
 def blocks(doc: str | Path) -> list[Block]:
     p = Path(doc)
-    return [Block(m["path"], _options(m["opts"], f"{p}: block of {m['path']}"), m["body"])
-            for m in _BLOCK.finditer(p.read_text(encoding="utf-8"))]
+    return [_block(m, p) for m in _BLOCK.finditer(p.read_text(encoding="utf-8"))]
+
+
+def _block(m: re.Match[str], doc: Path) -> Block:
+    where = f"{doc}: {m['kind']} block of {m['path']}"
+    return Block(m["kind"], m["path"], _options(m["opts"], where, _ALLOWED[m["kind"]]), m["body"])
 
 
 def figures(doc: str | Path) -> list[FigureMark]:
@@ -101,8 +111,11 @@ def _stale(mark: FigureMark, root: str | Path) -> bool:
 def render(block: Block, root: str | Path) -> str:
     """The block's text recomputed from its table."""
     o = block.options
+    table = read_tables(_tables(block, root))
+    if block.kind == "regime":
+        return regime_section(by_method(table), decimals=int(o.get("decimals", 3)))
     checks = tuple(int(c) for c in o.get("plateau_checks", "").split(",") if c)
-    return section(read_tables(_tables(block, root)),
+    return section(table,
                    fraction=float(o.get("fraction", 0.995)),
                    grid_step=float(o.get("grid_step", 3840)), plateau_checks=checks,
                    decimals=int(o.get("decimals", 2)))
@@ -111,8 +124,9 @@ def render(block: Block, root: str | Path) -> str:
 def check(doc: str | Path, root: str | Path) -> list[str]:
     """One line per block whose text differs from its table's, and per figure drawn from
     another version of its table (empty: all agree)."""
-    return [f"{doc}: the block of {b.table} differs from the table (run `vade results write "
-            f"{doc}`)" for b in blocks(doc) if render(b, root) != b.body] + [
+    return [f"{doc}: the {'' if b.kind == 'numbers' else b.kind + ' '}block of {b.table} "
+            f"differs from the table (run `vade results write {doc}`)"
+            for b in blocks(doc) if render(b, root) != b.body] + [
             f"{doc}: the figure {f.png} is missing or was drawn from another version of "
             f"{f.table} (run `vade results write {doc}`)" for f in figures(doc)
             if _stale(f, root)]
@@ -127,9 +141,9 @@ def write(doc: str | Path, root: str | Path) -> int:
 
     def sub(m: re.Match[str]) -> str:
         nonlocal changed
-        body = render(Block(m["path"], _options(m["opts"], str(p)), m["body"]), root)
+        body = render(_block(m, p), root)
         changed += body != m["body"]
-        return m.group(1) + body + m.group(5)
+        return m["open"] + body + m["close"]
 
     new = _BLOCK.sub(sub, text)
     if changed:

@@ -36,7 +36,7 @@ import numpy as np
 from vade.report.collect import Curve, Inputs, parse_run_id
 
 __all__ = ["COLUMNS", "RunRows", "read_table", "read_tables", "table_rows", "table_text",
-           "write_table", "write_table_text"]
+           "window_means", "write_table", "write_table_text"]
 
 COLUMNS = ("study", "run_id", "method", "seed", "step", "val", "rollouts",
            "rollouts_generated", "eff_trained", "eff_generated")
@@ -55,6 +55,19 @@ def _running_mean_at(curve: Curve | None, steps: np.ndarray) -> np.ndarray:
     has = n > 0
     out[has] = c[n[has] - 1] / n[has]
     return out
+
+
+def window_means(step: np.ndarray, running: np.ndarray) -> np.ndarray:
+    """The mean over the steps since the previous row, from the table's running means (mean over
+    steps 1..s): (m_k s_k - m_(k-1) s_(k-1)) / (s_k - s_(k-1)), the first window from step 0.
+    Assumes what the trainer writes, one value per step; NaN where a running mean is missing."""
+    s = np.asarray(step, np.float64)
+    total = np.asarray(running, np.float64) * s
+    prev_s = np.concatenate([[0.0], s[:-1]])
+    prev_total = np.concatenate([[0.0], total[:-1]])
+    prev_total[prev_s == 0] = 0.0   # step 0's running mean is empty (no step yet)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(s > prev_s, (total - prev_total) / (s - prev_s), np.nan)
 
 
 def table_rows(inputs: Inputs, study: str, val_metric: str,

@@ -11,14 +11,17 @@ first third's (it *falls* there, rather than starting low).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from vade.report.collect import Curve
+from vade.report.export import RunRows
+from vade.report.stats import mean_interval
 
-__all__ = ["REGIME", "Trajectory", "trajectories", "trajectory"]
+__all__ = ["REGIME", "Trajectory", "regime_section", "table_trajectory", "trajectories",
+           "trajectory"]
 
 REGIME = (0.10, 0.20)  # vanilla's last-third mean effective ratio (fixed before calibrating)
 
@@ -58,3 +61,38 @@ def trajectories(curves: dict[str, Curve], parts: Sequence[int] = (3, 10)) -> li
     """One line per run and split: ``run: a -> b -> c: (not) in the regime``."""
     return [f"{rid} ({n} parts): {trajectory(c, n).text()}" for rid, c in sorted(curves.items())
             for n in parts]
+
+
+def table_trajectory(rows: RunRows, parts: int = 3, field: str = "eff_generated") -> Trajectory:
+    """``trajectory`` from a committed table's running means (``vade.report.export``): the mean
+    over steps ((k-1)T/parts, kT/parts] is (s_k m_k - s_(k-1) m_(k-1)) / (s_k - s_(k-1)), with m
+    the running mean at step s; so each cut must be a validation step of the run."""
+    last = int(rows.step.max()) if rows.step.size else 0
+    cuts = [last * k / parts for k in range(parts + 1)]
+    running = dict(zip(rows.step.tolist(), getattr(rows, field).tolist()))
+    missing = [c for c in cuts[1:] if c not in running]
+    if last < parts or missing:
+        raise ValueError(f"{rows.run_id}: {parts} parts of its {last} steps need rows at steps "
+                         f"{', '.join(f'{c:g}' for c in cuts[1:])}; the table has none at "
+                         f"{', '.join(f'{c:g}' for c in missing) or 'step >= 1'}")
+    total = [0.0] + [c * running[c] for c in cuts[1:]]
+    return Trajectory(tuple((total[k] - total[k - 1]) / (cuts[k] - cuts[k - 1])
+                            for k in range(1, parts + 1)))
+
+
+def regime_section(groups: Mapping[str, Mapping[int, RunRows]], decimals: int = 3) -> str:
+    """Markdown: each method's effective ratio of generated groups by third of its steps, mean
+    over seeds [95% t-interval], and for vanilla how many seeds meet the regime rule."""
+    lines = ["| method | seeds | first third | second third | last third | seeds in the regime |",
+             "|---|---|---|---|---|---|"]
+    for label, runs in groups.items():
+        paths = [table_trajectory(r) for _, r in sorted(runs.items())]
+        cells = [mean_interval([t.parts[k] for t in paths]).text(decimals) for k in range(3)]
+        regime = (f"{sum(t.in_regime for t in paths)} of {len(paths)}" if label == "vanilla"
+                  else "-")
+        lines.append(f"| {label} | {len(paths)} | {' | '.join(cells)} | {regime} |")
+    return "\n".join(lines) + (
+        "\n\nThe share of generated groups with a non-zero advantage, averaged over each third "
+        "of a run's steps (from the table's running means at T/3, 2T/3 and T), mean over seeds "
+        f"[95% t-interval]. The regime rule (fixed before calibration): vanilla's last third in "
+        f"[{REGIME[0]:.2f}, {REGIME[1]:.2f}] and below its first.\n")

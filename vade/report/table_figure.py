@@ -12,7 +12,7 @@ what the pre-registered estimators compute, not a different average. So:
 * the effective-ratio panel draws, between consecutive validations, the mean share of generated
   groups with a non-zero advantage (solid) and, where a filter makes it differ, of trained
   groups (dashed; DAPO's trained share is 1 by construction): the table keeps running means, so
-  each window's mean is recovered from two of them (``window_means``).
+  each window's mean is recovered from two of them (``export.window_means``).
 
 Each band is a 95% t-interval over seeds; a grid point or step is drawn only where at least two
 seeds have it (a method with one seed: its own curve, no band). The PNG records the SHA-256 of
@@ -30,13 +30,13 @@ from pathlib import Path
 import numpy as np
 
 from vade.report.estimators import on_grid
-from vade.report.export import RunRows, read_tables
+from vade.report.export import RunRows, read_tables, window_means
 from vade.report.figures import COLORS, MIN_SCORE_SPAN, STYLES, min_span, save
 from vade.report.numbers import by_method
 from vade.report.stats import mean_interval
 
 __all__ = ["REFERENCE", "SOURCE_KEY", "Band", "figure", "grid_band", "paired_band",
-           "source_digest", "step_band", "window_means"]
+           "source_digest", "step_band"]
 
 REFERENCE = "vanilla"   # the method every difference is taken against
 SOURCE_KEY = "Source"   # PNG text chunk: the digest of the table(s) the figure was drawn from
@@ -85,19 +85,6 @@ def paired_band(runs: Mapping[int, RunRows], ref: Mapping[int, RunRows],
             if x in b:
                 points.setdefault(float(x), []).append(y - b[x])
     return _band(points, len(seeds))
-
-
-def window_means(step: np.ndarray, running: np.ndarray) -> np.ndarray:
-    """The mean over the steps since the previous row, from the table's running means (mean over
-    steps 1..s): (m_k s_k - m_(k-1) s_(k-1)) / (s_k - s_(k-1)), the first window from step 0.
-    Assumes what the trainer writes, one value per step; NaN where a running mean is missing."""
-    s = np.asarray(step, np.float64)
-    total = np.asarray(running, np.float64) * s
-    prev_s = np.concatenate([[0.0], s[:-1]])
-    prev_total = np.concatenate([[0.0], total[:-1]])
-    prev_total[prev_s == 0] = 0.0   # step 0's running mean is empty (no step yet)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(s > prev_s, (total - prev_total) / (s - prev_s), np.nan)
 
 
 def step_band(runs: Mapping[int, RunRows], field: str) -> Band:

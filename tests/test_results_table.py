@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from run_histories import write_history
 
 from vade.cli import main
 from vade.report import docsync
@@ -269,25 +270,9 @@ def test_export_command_reads_real_histories(tmp_path):
     """`vade results export` on a DuckDB history written by RunStore (real: the store, the
     collection, the CLI): vanilla, 4 steps of 2 prompts x 8 rollouts, validation at steps 0, 2,
     4; step ratios 0.5, 1.0, 0.0, 0.5 -> running means at step 2: 0.75, at step 4: 0.5."""
-    from vade.sampling.observation import Observation
-    from vade.store import RunStore
-
-    run = tmp_path / "runs" / "t-grpo-vanilla-s0"
-    run.mkdir(parents=True)
-    correct = {1: [3, 8], 2: [1, 7], 3: [0, 8], 4: [8, 4]}
-    with RunStore(run / "history.duckdb", "t-grpo-vanilla-s0") as store:
-        store.start_run(method="vanilla", sampler_config={"kind": "vanilla", "n_samples": 4,
-                                                          "batch_size": 2},
-                        config={}, code_version="test")
-        store.log_initial_state(None, None, n_samples=4)
-        store.log_metrics(0, {"val/acc": 0.5})
-        for step, r in correct.items():
-            obs = Observation(step=step, indices=np.array([0, 1]), correct=np.array(r, float),
-                              rollouts=np.full(2, 8.0), p_drawn=np.full(2, np.nan),
-                              gain=np.full(2, np.nan))
-            store.log_step(obs, metrics={"val/acc": 0.5 + 0.05 * step} if step % 2 == 0
-                           else {})
-    (run / "done.json").write_text("{}")
+    write_history(tmp_path / "runs", "t-grpo-vanilla-s0",
+                  {1: [3, 8], 2: [1, 7], 3: [0, 8], 4: [8, 4]},
+                  val={0: 0.5, 2: 0.6, 4: 0.7})
     out = tmp_path / "runs.csv"
     assert main(["results", "export", "--runs", str(tmp_path / "runs"), "--study", "t",
                  "--out", str(out)]) == 0

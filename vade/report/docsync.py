@@ -11,7 +11,8 @@ A block is written in the Markdown as
 the main one, their runs labelled ``method@study``; options: ``fraction``, ``grid_step``, ``plateau_checks``
 as comma-separated steps, ``decimals``). A ``<!-- regime: ... -->`` block (option
 ``decimals``) holds ``vade.report.regime.regime_section``: each method's effective ratio by
-third of its steps, against the testbed's regime rule. ``vade results check`` recomputes every
+third of its steps, against the testbed's regime rule; a ``<!-- picks: .../picks.csv -->``
+block ``vade.report.picks.picks_section``. ``vade results check`` recomputes every
 block and names those that differ; ``vade results write`` rewrites them. So no number in such a
 block can be typed by hand or outlive the data it came from.
 
@@ -31,17 +32,19 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from vade.methods import NAMES
 from vade.report.export import read_tables
 from vade.report.numbers import by_method, section
+from vade.report.picks import picks_section, read_picks
 from vade.report.regime import regime_section
 from vade.report.table_figure import SOURCE_KEY, figure, source_digest
 
 __all__ = ["Block", "FigureMark", "blocks", "check", "figures", "render", "write"]
 
-_BLOCK = re.compile(r"(?P<open><!-- (?P<kind>numbers|regime): (?P<path>\S+)(?P<opts>[^>]*?) -->\n)"
+_BLOCK = re.compile(r"(?P<open><!-- (?P<kind>numbers|regime|picks): (?P<path>\S+)(?P<opts>[^>]*?) -->\n)"
                     r"(?P<body>.*?)(?P<close><!-- /(?P=kind) -->)", re.DOTALL)
 _ALLOWED = {"numbers": ("fraction", "grid_step", "plateau_checks", "decimals"),
-            "regime": ("decimals",)}
+            "regime": ("decimals",), "picks": ("decimals",)}
 _FIGURE = re.compile(r"<!-- figure: (?P<path>\S+) (?P<png>\S+)(?P<opts>[^>]*?) -->")
 
 
@@ -111,6 +114,9 @@ def _stale(mark: FigureMark, root: str | Path) -> bool:
 def render(block: Block, root: str | Path) -> str:
     """The block's text recomputed from its table."""
     o = block.options
+    if block.kind == "picks":
+        return picks_section(read_picks(_tables(block, root)[0]), NAMES,
+                             decimals=int(o.get("decimals", 3)))
     table = read_tables(_tables(block, root))
     if block.kind == "regime":
         return regime_section(by_method(table), decimals=int(o.get("decimals", 3)))

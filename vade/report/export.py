@@ -27,7 +27,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,13 +101,14 @@ def _cell(v: object) -> str:
     return str(v)
 
 
-def table_text(rows: Sequence[dict[str, object]]) -> str:
-    """The CSV text of ``rows`` (header first, ``\\n`` line ends)."""
+def table_text(rows: Sequence[Mapping[str, object]],
+               columns: Sequence[str] = COLUMNS) -> str:
+    """The CSV text of ``rows`` (header first, ``\\n`` line ends, fixed decimals)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
+    w.writerow(columns)
     for r in rows:
-        w.writerow([_cell(r[c]) for c in COLUMNS])
+        w.writerow([_cell(r[c]) for c in columns])
     return buf.getvalue()
 
 

@@ -2,8 +2,11 @@
 
 * ``vade results export --runs DIR --difficulty FILE --out docs/data/<study>/runs.csv``: the
   per-run table (``vade.report.export``) from the run histories;
-* ``vade results merge NEW --into docs/data/<study>/runs.csv``: fold a sitting's export into the
-  committed table (``vade.report.table_merge``): runs carried, added, or refused when they differ;
+* ``vade results picks --runs DIR --out docs/data/<study>/picks.csv``: what each run trained
+  on, by third of its steps (``vade.report.picks``);
+* ``vade results merge NEW --into docs/data/<study>/runs.csv`` (or ``picks.csv``): fold a
+  sitting's export into the committed table (``vade.report.table_merge``): runs carried, added,
+  or refused when they differ;
 * ``vade results show TABLE``: the pre-registered section (``vade.report.numbers``) it gives;
 * ``vade results plot TABLE ... --out PNG``: the study's figure (``vade.report.table_figure``):
   validation on the rollout grid, the paired difference to vanilla, the effective ratio;
@@ -30,6 +33,7 @@ from vade.report.config import ReportConfig
 from vade.report.export import read_tables, table_rows, write_table
 from vade.report.levels import level_lines
 from vade.report.numbers import section as numbers_section
+from vade.report.picks import pick_rows, write_picks
 from vade.report.regime import trajectories
 from vade.report.table_figure import figure
 from vade.report.table_merge import merge_table_files
@@ -49,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="initial difficulty parquet files (their rollouts are on the cost axis)")
     ex.add_argument("--study", help="study name (default: the config's name)")
     ex.add_argument("--out", required=True, metavar="CSV", help="e.g. docs/data/<study>/runs.csv")
+    picks = sub.add_parser("picks", help="what each run trained on, by third of its steps")
+    add_config_arguments(picks, required=False)
+    picks.add_argument("--runs", nargs="+", required=True, metavar="PATH",
+                       help="history.duckdb files or a runs/ directory")
+    picks.add_argument("--study", help="study name (default: the config's name)")
+    picks.add_argument("--out", required=True, metavar="CSV",
+                       help="e.g. docs/data/<study>/picks.csv")
     merge = sub.add_parser("merge", help="fold a new export into the committed per-run table")
     merge.add_argument("new", metavar="NEW", help="a table written by `vade results export`")
     merge.add_argument("--into", required=True, metavar="TABLE",
@@ -83,11 +94,17 @@ def _report_config(args: argparse.Namespace) -> tuple[dict, ReportConfig]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.action == "export":
+    if args.action in ("export", "picks"):
         config, cfg = _report_config(args)
         study = args.study or config.get("name")
         if not study:
-            raise ValueError("export needs --study or a config with a name")
+            raise ValueError(f"{args.action} needs --study or a config with a name")
+    if args.action == "picks":
+        rows = pick_rows(args.runs, str(study))
+        path = write_picks(args.out, rows)
+        print(f"wrote {path}: {len({r['run_id'] for r in rows})} runs, {len(rows)} rows")
+        return 0
+    if args.action == "export":
         inputs = collect(runs=args.runs, evals=[], expected=[], metric_names=[cfg.val_metric],
                          difficulty=args.difficulty)
         rows = table_rows(inputs, str(study), cfg.val_metric, cfg.cost_axis)

@@ -90,3 +90,24 @@ rule results_table:
     shell:
         "python -m vade results export --config-json {params.cfg:q} --runs {params.histories}"
         " --difficulty {input.difficulty} --out {output} > {log} 2>&1"
+
+
+# What each finished run trained on, by third of its steps (`vade.report.picks`): the table
+# behind the page's picks blocks. `snakemake --nolock docs/data/<name>/picks.csv`, then commit.
+rule picks_table:
+    input:
+        unpack(finished_report_inputs),
+    output:
+        f"docs/data/{NAME}/picks.csv",
+    params:
+        cfg=as_json({"name": NAME, "report": config["report"]}),
+        histories=lambda wc, input: [str(Path(p).with_name("history.duckdb")) for p in input.runs],
+    log:
+        f"logs/{NAME}/picks_table.log",
+    resources:
+        **resources_of("report"),
+    conda:
+        "../../envs/report.yaml"
+    shell:
+        "python -m vade results picks --config-json {params.cfg:q} --runs {params.histories}"
+        " --out {output} > {log} 2>&1"

@@ -1,0 +1,123 @@
+"""What each run trained on, by third of its steps: the committed table behind statements about
+how a sampler spends its batch (``docs/data/<study>/picks.csv``).
+
+Why a second table: ``runs.csv`` holds what the pre-registered estimators read (validation,
+rollouts, effective ratio). Why a method wins or loses is a different question: does it spend
+its batch on groups that teach nothing (all right, all wrong), and does it keep coming back to
+a few items while others are never seen? A validation gap with 89 of 480 items never trained on
+reads differently from one with every item seen. Those answers live in the run histories
+(``events``: one row per trained group), which are not committed, so this table keeps them,
+small enough to commit and folded in across sittings like ``runs.csv``
+(``vade.report.table_merge``).
+
+Columns (one row per run and part; part 0 = the whole run, parts 1-3 = thirds of its steps,
+split as ``vade.report.regime.trajectory`` splits them):
+
+* ``study, run_id, method, seed, part, first_step, last_step``;
+* ``groups``: trained groups (rows of ``events``);
+* ``all_wrong``, ``all_right``: their shares with no right or no wrong rollout;
+* ``pass_rate``: their mean share of right rollouts;
+* ``distinct_items``: how many pool items were trained on at least once in the part;
+* ``pool_items``: the pool's size (``runs.n_samples``), so never-trained = pool - distinct in
+  part 0.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import duckdb
+
+from vade.report.collect import collect
+from vade.report.export import table_text, write_table_text
+from vade.report.stats import mean_interval
+
+__all__ = ["PICK_COLUMNS", "pick_rows", "picks_section", "picks_text", "read_picks", "write_picks"]
+
+PICK_COLUMNS = ("study", "run_id", "method", "seed", "part", "first_step", "last_step", "groups",
+                "all_wrong", "all_right", "pass_rate", "distinct_items", "pool_items")
+PARTS = 3
+
+_BY_PART = """
+SELECT {part} AS part, min(step), max(step), count(*), avg((correct = 0)::INT),
+       avg((correct = rollouts)::INT), avg(correct / rollouts), count(DISTINCT sample_id)
+FROM events WHERE run_id = ? AND step >= 1 GROUP BY ALL ORDER BY part
+"""
+
+
+def pick_rows(runs: Sequence[str | Path], study: str) -> list[dict[str, object]]:
+    """One dict per (complete training run, part), sorted by run id and part."""
+    inputs = collect(runs=runs, evals=[], expected=[], metric_names=[])
+    rows: list[dict[str, object]] = []
+    for rid in sorted(inputs.runs):
+        run = inputs.runs[rid]
+        if run.key.method == "base" or run.status != "complete" or run.last_step < PARTS:
+            continue
+        last = run.last_step
+        part = f"least({PARTS}, greatest(1, ceil(step * {PARTS} / {last}))::INT)"
+        con = duckdb.connect(run.path, read_only=True)
+        try:
+            got = (con.execute(_BY_PART.format(part="0"), [rid]).fetchall()
+                   + con.execute(_BY_PART.format(part=part), [rid]).fetchall())
+        finally:
+            con.close()
+        for p, first, end, groups, wrong, right, rate, distinct in got:
+            rows.append({"study": study, "run_id": rid, "method": run.key.method,
+                         "seed": run.key.seed, "part": int(p), "first_step": int(first),
+                         "last_step": int(end), "groups": int(groups), "all_wrong": float(wrong),
+                         "all_right": float(right), "pass_rate": float(rate),
+                         "distinct_items": int(distinct), "pool_items": int(run.n_samples)})
+    return rows
+
+
+def picks_text(rows: Sequence[Mapping[str, object]]) -> str:
+    """The table as CSV text, written as ``runs.csv`` is: same histories, same bytes."""
+    return table_text(rows, PICK_COLUMNS)
+
+
+def write_picks(path: str | Path, rows: Sequence[Mapping[str, object]]) -> Path:
+    return write_table_text(path, picks_text(rows))
+
+
+def read_picks(path: str | Path) -> dict[str, dict[int, dict[int, dict[str, float]]]]:
+    """method -> seed -> part -> the numeric columns; a bad header or cell names file and line."""
+    p = Path(path)
+    out: dict[str, dict[int, dict[int, dict[str, float]]]] = {}
+    with p.open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        if tuple(reader.fieldnames or ()) != PICK_COLUMNS:
+            raise ValueError(f"{p}: the header is not the picks table's ({', '.join(PICK_COLUMNS)})")
+        for line, r in enumerate(reader, start=2):
+            try:
+                values = {c: float(r[c]) for c in PICK_COLUMNS[5:]}
+                seed, part = int(r["seed"]), int(r["part"])
+            except ValueError as exc:
+                raise ValueError(f"{p}: line {line}: {exc}") from None
+            out.setdefault(r["method"], {}).setdefault(seed, {})[part] = values
+    return out
+
+
+def picks_section(table: Mapping[str, Mapping[int, Mapping[int, Mapping[str, float]]]],
+                  order: Sequence[str], decimals: int = 3) -> str:
+    """Markdown: per method, mean over seeds [95% t-interval] of the all-right and all-wrong
+    shares by third, and of the items never trained on over the whole run."""
+    def iv(method: str, part: int, fn, places: int = decimals) -> str:
+        return mean_interval([fn(parts[part]) for parts in table[method].values()
+                              if part in parts]).text(places)
+
+    header = ("| method | seeds | all right, by third | all wrong, by third | items never "
+              "trained on (of the pool) |")
+    lines = [header, "|---|---|---|---|---|"]
+    for m in [m for m in order if m in table] + sorted(set(table) - set(order)):
+        pool = {int(parts[0]["pool_items"]) for parts in table[m].values() if 0 in parts}
+        thirds = [" / ".join(iv(m, k, lambda r, c=c: r[c]) for k in range(1, PARTS + 1))
+                  for c in ("all_right", "all_wrong")]
+        never = iv(m, 0, lambda r: r["pool_items"] - r["distinct_items"], 1)
+        lines.append(f"| {m} | {len(table[m])} | {thirds[0]} | {thirds[1]} | {never} (of "
+                     f"{'/'.join(str(n) for n in sorted(pool))}) |")
+    return "\n".join(lines) + (
+        "\n\nShares of the trained groups (the history's `events`) whose rollouts were all right "
+        "or all wrong, per third of a run's steps, and the pool items a run never trained on, "
+        "mean over seeds [95% t-interval]; from the committed `picks.csv`.\n")

@@ -192,8 +192,8 @@ def test_regime_rule_by_hand():
 def test_regime_from_the_committed_tables_running_means_by_hand(tmp_path):
     """The same per-step ratios as above (thirds 0.8, 0.5, 0.15 over steps 1-9), written as the
     table's running means at validations 0, 3, 6, 9: 0.8, (2.4 + 1.5) / 6 = 0.65,
-    (3.9 + 0.45) / 9 = 0.48333; the table's thirds must give back 0.8, 0.5, 0.15. A run whose
-    validations miss a cut (steps 0, 4, 9) is refused, naming the run and the step."""
+    (3.9 + 0.45) / 9 = 0.48333; the table's thirds must give back 0.8, 0.5, 0.15. A run
+    validated off the thirds is cut at the nearest validations; one with too few is refused."""
     def rows(run, steps, running):
         return [{"study": "t", "run_id": run, "method": run.split("-")[2],
                  "seed": int(run[-1]), "step": s, "val": 0.5, "rollouts": s * 128.0,
@@ -218,10 +218,19 @@ def test_regime_from_the_committed_tables_running_means_by_hand(tmp_path):
         f"{doc}: the regime block of docs/data/t/runs.csv differs from the table (run "
         f"`vade results write {doc}`)")]
     assert docsync.write(doc, tmp_path) == 1 and docsync.check(doc, tmp_path) == []
+    # validations off the thirds (a run stopped early, as DAPO by its rollout cap): the cuts
+    # snap to the nearest validation. Steps 0, 4, 8, 10, per-step ratios 0.9 over 1-4, 0.5 over
+    # 5-8, 0.2 over 9-10 -> running means 0.9, (3.6 + 2.0) / 8 = 0.7, (5.6 + 0.4) / 10 = 0.6;
+    # cuts 10/3 -> 4, 20/3 -> 8, 10 -> 10; parts 0.9, 0.5, 0.2
+    snap = read_table(write_table(tmp_path / "snap.csv", rows("t-grpo-dapo-s3", [0, 4, 8, 10],
+                                                              [nan, 0.9, 0.7, 0.6])))
+    assert table_trajectory(snap["t-grpo-dapo-s3"]).parts == pytest.approx((0.9, 0.5, 0.2))
+    # too few validations: 3 -> 4, 6 -> 4 (nearer than 9), 9 -> 9: two cuts coincide
     gap = read_table(write_table(tmp_path / "gap.csv", rows("t-grpo-vanilla-s2", [0, 4, 9],
                                                              [nan, 0.8, 0.5])))
-    with pytest.raises(ValueError, match=r"t-grpo-vanilla-s2: 3 parts of its 9 steps need rows "
-                                         r"at steps 3, 6, 9; the table has none at 3, 6"):
+    with pytest.raises(ValueError, match=r"t-grpo-vanilla-s2: 2 validation step\(s\) after step 0 "
+                                         r"cannot split its 9 steps into 3 parts \(cuts at 4, 4, "
+                                         r"9\)"):
         table_trajectory(gap["t-grpo-vanilla-s2"])
 
 

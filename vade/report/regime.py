@@ -64,17 +64,21 @@ def trajectories(curves: dict[str, Curve], parts: Sequence[int] = (3, 10)) -> li
 
 
 def table_trajectory(rows: RunRows, parts: int = 3, field: str = "eff_generated") -> Trajectory:
-    """``trajectory`` from a committed table's running means (``vade.report.export``): the mean
-    over steps ((k-1)T/parts, kT/parts] is (s_k m_k - s_(k-1) m_(k-1)) / (s_k - s_(k-1)), with m
-    the running mean at step s; so each cut must be a validation step of the run."""
-    last = int(rows.step.max()) if rows.step.size else 0
-    cuts = [last * k / parts for k in range(parts + 1)]
-    running = dict(zip(rows.step.tolist(), getattr(rows, field).tolist()))
-    missing = [c for c in cuts[1:] if c not in running]
-    if last < parts or missing:
-        raise ValueError(f"{rows.run_id}: {parts} parts of its {last} steps need rows at steps "
-                         f"{', '.join(f'{c:g}' for c in cuts[1:])}; the table has none at "
-                         f"{', '.join(f'{c:g}' for c in missing) or 'step >= 1'}")
+    """``trajectory`` from a committed table's running means (``vade.report.export``): part k
+    runs from one cut to the next, the cut being the validation step nearest k T / parts (the
+    earlier on a tie; T/3, 2T/3 and T themselves when the run validates there, as a 300-step run
+    every 25 steps does; DAPO stopped by its rollout cap at step 314 cuts at 100, 200, 314 when
+    it validates every 25 steps: its parts differ by a few steps), and its mean is
+    (s_k m_k - s_(k-1) m_(k-1)) / (s_k - s_(k-1)), with m the running mean at step s."""
+    running = {s: v for s, v in zip(rows.step.tolist(), getattr(rows, field).tolist()) if s >= 1}
+    last = max(running, default=0)
+    steps = sorted(running)
+    cuts = [0] + [min(steps, key=lambda s, k=k: (abs(s - last * k / parts), s))
+                  for k in range(1, parts + 1)] if steps else [0]
+    if len(set(cuts)) != parts + 1:
+        raise ValueError(f"{rows.run_id}: {len(steps)} validation step(s) after step 0 cannot "
+                         f"split its {last} steps into {parts} parts (cuts at "
+                         f"{', '.join(str(c) for c in cuts[1:])})")
     total = [0.0] + [c * running[c] for c in cuts[1:]]
     return Trajectory(tuple((total[k] - total[k - 1]) / (cuts[k] - cuts[k - 1])
                             for k in range(1, parts + 1)))
@@ -93,6 +97,7 @@ def regime_section(groups: Mapping[str, Mapping[int, RunRows]], decimals: int = 
         lines.append(f"| {label} | {len(paths)} | {' | '.join(cells)} | {regime} |")
     return "\n".join(lines) + (
         "\n\nThe share of generated groups with a non-zero advantage, averaged over each third "
-        "of a run's steps (from the table's running means at T/3, 2T/3 and T), mean over seeds "
+        "of a run's steps (from the table's running means at the validations nearest T/3, 2T/3 "
+        "and T), mean over seeds "
         f"[95% t-interval]. The regime rule (fixed before calibration): vanilla's last third in "
         f"[{REGIME[0]:.2f}, {REGIME[1]:.2f}] and below its first.\n")

@@ -14,7 +14,9 @@ Columns (one row per run and part; part 0 = the whole run, parts 1-3 = thirds of
 split as ``vade.report.regime.trajectory`` splits them):
 
 * ``study, run_id, method, seed, part, first_step, last_step``;
-* ``groups``: trained groups (rows of ``events``);
+* ``groups``: the groups the sampler observed (rows of ``events``): the trained groups, except
+  at a DAPO step that found none informative before its rollout cap, where ``events`` holds the
+  groups generated (all right or all wrong, so they show in the shares below);
 * ``all_wrong``, ``all_right``: their shares with no right or no wrong rollout;
 * ``pass_rate``: their mean share of right rollouts;
 * ``distinct_items``: how many pool items were trained on at least once in the part;
@@ -118,6 +120,8 @@ def picks_section(table: Mapping[str, Mapping[int, Mapping[int, Mapping[str, flo
         lines.append(f"| {m} | {len(table[m])} | {thirds[0]} | {thirds[1]} | {never} (of "
                      f"{'/'.join(str(n) for n in sorted(pool))}) |")
     return "\n".join(lines) + (
-        "\n\nShares of the trained groups (the history's `events`) whose rollouts were all right "
-        "or all wrong, per third of a run's steps, and the pool items a run never trained on, "
-        "mean over seeds [95% t-interval]; from the committed `picks.csv`.\n")
+        "\n\nShares of the groups observed (the history's `events`: the trained groups, or at a "
+        "DAPO step that found none informative before its rollout cap, the generated ones) whose "
+        "rollouts were all right or all wrong, per third of a run's steps, and the pool items a "
+        "run never trained on, mean over seeds [95% t-interval]; from the committed "
+        "`picks.csv`.\n")

@@ -90,7 +90,7 @@ def test_figure_records_its_table_and_check_names_a_stale_one(tmp_path, capsys):
     png = tmp_path / "docs" / "figures" / "t.png"
     assert docsync.check(doc, tmp_path) == [(
         f"{doc}: the figure docs/figures/t.png is missing or was drawn from another version of "
-        f"docs/data/t/runs.csv (run `vade results write {doc}`)")]
+        f"docs/data/t/runs.csv or of its drawing code (run `vade results write {doc}`)")]
     assert main(["results", "write", str(doc), "--root", str(tmp_path)]) == 0
     with Image.open(png) as im:
         assert im.text[SOURCE_KEY] == source_digest([table])

@@ -22,8 +22,8 @@ A figure is written as
     ![...](figures/<study>.png)
 
 and drawn by ``vade.report.table_figure`` (same ``+`` for controls); the PNG records the digest
-of the table(s) it was drawn from, so ``check`` names a figure older than its table and
-``write`` redraws it.
+of the table(s) and the code it was drawn from, so ``check`` names a figure older than its
+table or its drawing code and ``write`` redraws it.
 """
 
 from __future__ import annotations
@@ -134,7 +134,8 @@ def check(doc: str | Path, root: str | Path) -> list[str]:
             f"differs from the table (run `vade results write {doc}`)"
             for b in blocks(doc) if render(b, root) != b.body] + [
             f"{doc}: the figure {f.png} is missing or was drawn from another version of "
-            f"{f.table} (run `vade results write {doc}`)" for f in figures(doc)
+            f"{f.table} or of its drawing code (run `vade results write {doc}`)"
+            for f in figures(doc)
             if _stale(f, root)]
 
 

@@ -14,10 +14,16 @@ what the pre-registered estimators compute, not a different average. So:
   groups (dashed; DAPO's trained share is 1 by construction): the table keeps running means, so
   each window's mean is recovered from two of them (``export.window_means``).
 
-Each band is a 95% t-interval over seeds; a grid point or step is drawn only where at least two
-seeds have it (a method with one seed: its own curve, no band). The PNG records the SHA-256 of
-the table(s) it was drawn from (text chunk ``Source``), so ``vade results check`` can tell a
-figure that is older than its table.
+Each band is a 95% t-interval over seeds, drawn where at least ``BAND_SEEDS`` seeds have the
+point (with fewer, t(0.975) of 12.7, 4.3, 3.2 at 2, 3, 4 seeds makes a band wider than the
+panel and says nothing); a grid point
+or step is drawn only where at least two seeds have it (a method with one seed: its own curve).
+The axes are set by the means, not the bands. The rollout axes are logarithmic: DAPO and MMR1
+spend up to ten times the rollouts of a 300-step run, and the comparison at equal rollouts lives
+in the first tenth of that range (the grid point at 0 rollouts, step 0's score, is left off
+them). The PNG records the SHA-256 of
+the table(s) it was drawn from and of the drawing code (text chunk ``Source``), so ``vade
+results check`` can tell a figure that is older than its table or its code.
 """
 
 from __future__ import annotations
@@ -29,16 +35,18 @@ from pathlib import Path
 
 import numpy as np
 
+from vade.report import figures
 from vade.report.estimators import on_grid
 from vade.report.export import RunRows, read_tables, window_means
 from vade.report.figures import COLORS, MIN_SCORE_SPAN, STYLES, min_span, save
 from vade.report.numbers import by_method
 from vade.report.stats import mean_interval
 
-__all__ = ["REFERENCE", "SOURCE_KEY", "Band", "figure", "grid_band", "paired_band",
+__all__ = ["BAND_SEEDS", "REFERENCE", "SOURCE_KEY", "Band", "figure", "grid_band", "paired_band",
            "source_digest", "step_band"]
 
 REFERENCE = "vanilla"   # the method every difference is taken against
+BAND_SEEDS = 5          # fewest seeds behind a drawn band
 SOURCE_KEY = "Source"   # PNG text chunk: the digest of the table(s) the figure was drawn from
 
 
@@ -99,9 +107,11 @@ def step_band(runs: Mapping[int, RunRows], field: str) -> Band:
 
 
 def source_digest(paths: Sequence[str | Path]) -> str:
-    """SHA-256 over the tables' bytes, in order: what ``check`` compares a figure's with."""
+    """SHA-256 over the tables' bytes, in order, and the code that draws them (this module and
+    ``figures``): what ``check`` compares a figure's with, so a figure is stale when either
+    changed."""
     h = hashlib.sha256()
-    for p in paths:
+    for p in [*paths, __file__, figures.__file__]:
         h.update(Path(p).read_bytes())
     return "sha256:" + h.hexdigest()
 
@@ -112,14 +122,31 @@ def _style(label: str) -> tuple[str, object]:
     return COLORS.get(method, "black"), (":" if control else STYLES.get(method, "-"))
 
 
-def _draw(ax, band: Band, label: str, legend: str, *, dashed: bool = False) -> None:
+def _draw(ax, band: Band, label: str, legend: str, *, dashed: bool = False,
+          log_x: bool = False) -> None:
     """``label``: the method (or ``method@study``), which sets colour and style; ``legend``:
-    the line's text."""
+    the line's text; ``log_x``: leave off x <= 0."""
     color, style = _style(label)
+    if log_x:
+        band = Band(*(a[band.x > 0] for a in (band.x, band.mean, band.low, band.high, band.n)))
     ax.plot(band.x, band.mean, color=color, linestyle="--" if dashed else style, lw=1.6,
             label=legend)
-    if band.x.size and int(band.n.max()) >= 2:
-        ax.fill_between(band.x, band.low, band.high, color=color, alpha=0.15, linewidth=0)
+    wide = band.n >= BAND_SEEDS
+    if wide.any():
+        ax.fill_between(band.x, band.low, band.high, where=wide, color=color, alpha=0.15,
+                        linewidth=0)
+
+
+def _limits(ax, lo: float | None = None, hi: float | None = None, pad: float = 0.1) -> None:
+    """y from the plotted means (lines), padded by ``pad`` of their range, clamped to [lo, hi]."""
+    ys = np.concatenate([np.asarray(line.get_ydata(), float) for line in ax.get_lines()]
+                        or [np.empty(0)])
+    ys = ys[np.isfinite(ys)]
+    if ys.size == 0:
+        return
+    margin = pad * max(float(ys.max() - ys.min()), 0.02)
+    bottom, top = float(ys.min()) - margin, float(ys.max()) + margin
+    ax.set_ylim(bottom if lo is None else max(lo, bottom), top if hi is None else min(hi, top))
 
 
 def figure(tables: Sequence[str | Path], path: str | Path, *, grid_step: float = 3840.0,
@@ -130,6 +157,7 @@ def figure(tables: Sequence[str | Path], path: str | Path, *, grid_step: float =
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # lazy: the report extra, slow to load
+    from matplotlib.ticker import NullFormatter  # lazy: as above
 
     groups = by_method(read_tables(tables))
     if not groups:
@@ -138,25 +166,31 @@ def figure(tables: Sequence[str | Path], path: str | Path, *, grid_step: float =
     ref = groups.get(REFERENCE)
     for label, runs in groups.items():
         name = f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
-        _draw(val, grid_band(runs, grid_step), label, name)
+        _draw(val, grid_band(runs, grid_step), label, name, log_x=True)
         if ref is not None and label != REFERENCE:
-            _draw(diff, paired_band(runs, ref, grid_step), label, name)
+            _draw(diff, paired_band(runs, ref, grid_step), label, name, log_x=True)
         gen, trained = step_band(runs, "eff_generated"), step_band(runs, "eff_trained")
         _draw(eff, gen, label, name)
         if gen.x.shape != trained.x.shape or not np.allclose(gen.mean, trained.mean):
             _draw(eff, trained, label, f"{label}, trained groups", dashed=True)
-    val.set(xlabel="rollouts (cost axis: every rollout generated or charged)",
+    val.set(xlabel="rollouts (cost axis: every rollout generated or charged; log scale)",
             ylabel="validation score", title="validation, mean over seeds (95% band)")
+    _limits(val, 0.0, 1.0)
     min_span(val, MIN_SCORE_SPAN)
     diff.axhline(0.0, color="black", lw=0.8)
-    diff.set(xlabel="rollouts (cost axis)", ylabel=f"difference to {REFERENCE}",
+    _limits(diff)
+    diff.set(xlabel="rollouts (cost axis; log scale)", ylabel=f"difference to {REFERENCE}",
              title=f"minus {REFERENCE} at equal rollouts, paired by seed"
              if ref is not None else f"no {REFERENCE} runs: no paired difference")
     eff.set(xlabel="step", ylabel="effective ratio",
             title="share of groups with a non-zero advantage, per window")
+    _limits(eff, 0.0, 1.02)   # DAPO's trained share is 1.0: keep its line inside the panel
+    for ax in (val, diff):
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    eff.set_xlim(left=0)
     for ax in (val, diff, eff):
         ax.grid(alpha=0.3)
-        ax.set_xlim(left=0)
         ax.tick_params(labelsize=9)
     val.legend(fontsize=7, loc="lower right")
     eff.legend(fontsize=7, loc="lower left")

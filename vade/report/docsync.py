@@ -50,7 +50,7 @@ _FIGURE = re.compile(r"<!-- figure: (?P<path>\S+) (?P<png>\S+)(?P<opts>[^>]*?) -
 
 @dataclass(frozen=True)
 class Block:
-    kind: str                  # "numbers" or "regime": what renders it
+    kind: str                  # "numbers", "regime" or "picks": what renders it
     table: str                 # path(s) of the per-run table(s), relative to the root, "+"-joined
     options: dict[str, str]
     body: str                  # the text now between the markers

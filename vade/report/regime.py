@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vade.report.collect import Curve
-from vade.report.export import RunRows
+from vade.report.export import RunRows, window_means
 from vade.report.stats import mean_interval
 
 __all__ = ["REGIME", "Trajectory", "regime_section", "table_trajectory", "trajectories",
@@ -79,9 +79,9 @@ def table_trajectory(rows: RunRows, parts: int = 3, field: str = "eff_generated"
         raise ValueError(f"{rows.run_id}: {len(steps)} validation step(s) after step 0 cannot "
                          f"split its {last} steps into {parts} parts (cuts at "
                          f"{', '.join(str(c) for c in cuts[1:])})")
-    total = [0.0] + [c * running[c] for c in cuts[1:]]
-    return Trajectory(tuple((total[k] - total[k - 1]) / (cuts[k] - cuts[k - 1])
-                            for k in range(1, parts + 1)))
+    at_cuts = np.array([np.nan] + [running[c] for c in cuts[1:]])
+    means = window_means(np.array(cuts, float), at_cuts)
+    return Trajectory(tuple(float(v) for v in means[1:]))
 
 
 def regime_section(groups: Mapping[str, Mapping[int, RunRows]], decimals: int = 3) -> str:

@@ -18,7 +18,7 @@ torch.set_num_threads(1)
 
 from vade.cli import main
 from vade.data.records import example_from_row
-from vade.models.testing import bar_examples, bar_rows, tiny_policy, write_rows
+from vade.models.testing import bar_examples, bar_rows, tiny_policy, warm_base_model, write_rows
 from vade.rollout.difficulty import (
     DifficultyConfig,
     difficulty_config_from_section,
@@ -128,19 +128,8 @@ def _cli(tmp_path: Path, model: Path, out: str, cfg: dict) -> int:
 def warm_model(tmp_path_factory):
     """The smallest tiny Qwen2.5-VL, warm-started 40 steps on bar charts (as in
     test_train_tiny_vlm): it answers some rollouts right and some wrong, so counts can differ."""
-    from vade.models.build import build_base_model
-    from vade.models.config import ModelConfig, TinyArchConfig, WarmStartConfig
-
-    d = tmp_path_factory.mktemp("warm")
-    write_rows(d / "warmstart.parquet", bar_rows(64, seed=5, split="warmstart", start_index=5000))
-    arch = TinyArchConfig(hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
-                          intermediate_size=64, mrope_section=(2, 3, 3), vision_hidden_size=16,
-                          vision_depth=1, vision_heads=1, vision_intermediate_size=32,
-                          vocab_size=300, max_position_embeddings=256)
-    warm = WarmStartConfig(steps=40, lr=1e-2, batch_size=16, eval_fraction=0.25)
-    build_base_model(ModelConfig(tiny=arch, warm_start=warm), 0, d / "base",
-                     d / "warmstart.parquet", progress=False)
-    return d / "base"
+    return warm_base_model(tmp_path_factory.mktemp("warm"),
+                           bar_rows(64, seed=5, split="warmstart", start_index=5000))
 
 
 def test_init_difficulty_command_end_to_end(tmp_path, warm_model, capsys):

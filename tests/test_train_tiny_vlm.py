@@ -28,21 +28,12 @@ N_TRAIN, G = 16, 4
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> Path:
-    from vade.models.build import build_base_model
-    from vade.models.config import ModelConfig, TinyArchConfig, WarmStartConfig
-    from vade.models.testing import bar_rows, write_rows
+    from vade.models.testing import bar_rows, warm_base_model, write_rows
 
     d = tmp_path_factory.mktemp("vlm")
-    write_rows(d / "warmstart.parquet", bar_rows(64, seed=5, split="warmstart", start_index=5000))
+    warm_base_model(d, bar_rows(64, seed=5, split="warmstart", start_index=5000))
     write_rows(d / "train.parquet", bar_rows(N_TRAIN, seed=6, split="train"))
     write_rows(d / "val.parquet", bar_rows(6, seed=7, split="val", start_index=1000))
-    arch = TinyArchConfig(hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
-                          intermediate_size=64, mrope_section=(2, 3, 3), vision_hidden_size=16,
-                          vision_depth=1, vision_heads=1, vision_intermediate_size=32,
-                          vocab_size=300, max_position_embeddings=256)
-    warm = WarmStartConfig(steps=40, lr=1e-2, batch_size=16, eval_fraction=0.25)
-    build_base_model(ModelConfig(tiny=arch, warm_start=warm), 0, d / "base",
-                     d / "warmstart.parquet", progress=False)
     r = np.random.default_rng(0).integers(0, 9, N_TRAIN)
     pq.write_table(pa.table({"sample_id": np.arange(N_TRAIN, dtype=np.int64), "correct": r,
                              "rollouts": np.full(N_TRAIN, 8)}), d / "initial.parquet")

@@ -17,11 +17,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vade.data.records import Example, example_from_row
-from vade.models.config import TinyArchConfig
+from vade.models.build import build_base_model
+from vade.models.config import ModelConfig, TinyArchConfig, WarmStartConfig
 from vade.models.policy import Policy
 from vade.models.tiny import build_tiny, corpus_from_examples
 
-__all__ = ["BAR_QUESTION", "bar_examples", "bar_rows", "write_rows"]
+__all__ = ["BAR_QUESTION", "bar_examples", "bar_rows", "warm_base_model", "write_rows"]
 
 BAR_QUESTION = ("Which bar is tallest? Answer with a letter (A, B, C or D) in \\boxed{}.")
 
@@ -86,6 +87,27 @@ def smallest_arch():
                           intermediate_size=64, mrope_section=(2, 3, 3), vision_hidden_size=32,
                           vision_depth=2, vision_heads=2, vision_intermediate_size=64,
                           vocab_size=320)
+
+
+def warm_base_model(folder: str | Path, warmstart_rows: list[dict], *,
+                    max_positions: int = 256) -> Path:
+    """The smallest tiny Qwen2.5-VL warm-started 40 steps on ``warmstart_rows``, built by the
+    pipeline's own ``build_base_model`` into ``folder/base`` (returned).
+
+    Warm-started, it answers some rollouts right and some wrong, which tests that count
+    (difficulty, training, advantages) need; at this size that takes a few CPU seconds.
+    ``max_positions`` must cover the longest prompt plus the generated tokens.
+    """
+    folder = Path(folder)
+    write_rows(folder / "warmstart.parquet", warmstart_rows)
+    arch = TinyArchConfig(hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
+                          intermediate_size=64, mrope_section=(2, 3, 3), vision_hidden_size=16,
+                          vision_depth=1, vision_heads=1, vision_intermediate_size=32,
+                          vocab_size=300, max_position_embeddings=max_positions)
+    warm = WarmStartConfig(steps=40, lr=1e-2, batch_size=16, eval_fraction=0.25)
+    build_base_model(ModelConfig(tiny=arch, warm_start=warm), 0, folder / "base",
+                     folder / "warmstart.parquet", progress=False)
+    return folder / "base"
 
 
 def tiny_policy(examples: list[Example], seed: int = 0, arch=None):

@@ -23,8 +23,8 @@ ITEMS = {1: [0, 1], 2: [0, 1], 3: [1, 2], 4: [1, 2], 5: [2, 1], 6: [1, 2]}   # i
 def _runs(tmp_path):
     runs = tmp_path / "runs"
     write_history(runs, "t-grpo-vanilla-s0", CORRECT, indices=ITEMS)
-    # seed 1: every group half right (none all right or all wrong), items 0-1 only
-    write_history(runs, "t-grpo-vanilla-s1", {s: [4, 4] for s in CORRECT})
+    # seed 1: item 0 half right, item 1 all right at every step: item 1 never teaches
+    write_history(runs, "t-grpo-vanilla-s1", {s: [4, 8] for s in CORRECT})
     write_history(runs, "t-grpo-vade-s0", CORRECT, indices=ITEMS, done=False)   # partial
     return runs
 
@@ -35,22 +35,25 @@ def test_picks_by_third_by_hand(tmp_path):
                  "--out", str(out)]) == 0
     lines = out.read_text().splitlines()
     assert lines[0] == ",".join(PICK_COLUMNS)
-    # part 1: [0, 8], [3, 8]: all wrong 1/4, all right 2/4, pass (0+8+3+8)/32 = 0.59375, items 0, 1
-    # part 2: [8, 8], [2, 5]: 0, 2/4, 23/32 = 0.71875, items 1, 2
-    # part 3: [0, 0], [4, 8]: 2/4, 1/4, 12/32 = 0.375, items 1, 2
-    # whole run: 12 groups, 3/12, 5/12, 54/96 = 0.5625, items 0, 1, 2 of 4
+    # part 1: [0, 8], [3, 8]: all wrong 1/4, all right 2/4, pass (0+8+3+8)/32 = 0.59375,
+    #         items 0, 1 observed, item 0 informative (3 of 8 at step 2)
+    # part 2: [8, 8], [2, 5]: 0, 2/4, 23/32 = 0.71875, items 1, 2, both informative at step 4
+    # part 3: [0, 0], [4, 8]: 2/4, 1/4, 12/32 = 0.375, items 1, 2, item 1 informative (step 6)
+    # whole run: 12 groups, 3/12, 5/12, 54/96 = 0.5625, items 0, 1, 2 of 4, all informative
     assert lines[1:5] == [
-        "t,t-grpo-vanilla-s0,vanilla,0,0,1,6,12,0.250000,0.416667,0.562500,3,4",
-        "t,t-grpo-vanilla-s0,vanilla,0,1,1,2,4,0.250000,0.500000,0.593750,2,4",
-        "t,t-grpo-vanilla-s0,vanilla,0,2,3,4,4,0,0.500000,0.718750,2,4",
-        "t,t-grpo-vanilla-s0,vanilla,0,3,5,6,4,0.500000,0.250000,0.375000,2,4"]
+        "t,t-grpo-vanilla-s0,vanilla,0,0,1,6,12,0.250000,0.416667,0.562500,3,3,4",
+        "t,t-grpo-vanilla-s0,vanilla,0,1,1,2,4,0.250000,0.500000,0.593750,2,1,4",
+        "t,t-grpo-vanilla-s0,vanilla,0,2,3,4,4,0,0.500000,0.718750,2,2,4",
+        "t,t-grpo-vanilla-s0,vanilla,0,3,5,6,4,0.500000,0.250000,0.375000,2,1,4"]
     assert len(lines) == 9 and not any("vade" in line for line in lines)   # the partial run
-    # over the two seeds: all right in the first third 0.5 and 0 -> mean 0.25, t(1) 12.706 x
-    # sd 0.354 / sqrt 2 = 3.177 half-width; never trained on: 1 and 2 items -> 1.5
+    # over the two seeds, all right by third: 0.5 and 0.5 -> 0.5 [0.5, 0.5]; twice; then 0.25
+    # and 0.5 -> 0.375, t(1) 12.706 x sd 0.177 / sqrt 2 = 1.588 half-width. All wrong: 0.25
+    # and 0 -> 0.125 +- 1.588; 0; 0.5 and 0 -> 0.25 +- 3.177. Never observed: 1 and 2 items
+    # -> 1.5 +- 6.4; never informative: 1 and 3 -> 2.0 +- 12.7
     text = picks_section(read_picks(out), NAMES)
-    assert ("| vanilla | 2 | 0.250 [-2.927, 3.427] / 0.250 [-2.927, 3.427] / 0.125 [-1.463, "
-            "1.713] | 0.125 [-1.463, 1.713] / 0.000 [0.000, 0.000] / 0.250 [-2.927, 3.427] | "
-            "1.5 [-4.9, 7.9] (of 4) |") in text
+    assert ("| vanilla | 2 | 0.500 [0.500, 0.500] / 0.500 [0.500, 0.500] / 0.375 [-1.213, "
+            "1.963] | 0.125 [-1.463, 1.713] / 0.000 [0.000, 0.000] / 0.250 [-2.927, 3.427] | "
+            "1.5 [-4.9, 7.9] | 2.0 [-10.7, 14.7] (of 4) |") in text
 
 
 def test_picks_fold_in_and_a_page_block_agrees(tmp_path):
@@ -70,6 +73,18 @@ def test_picks_fold_in_and_a_page_block_agrees(tmp_path):
     before = committed.read_text()
     assert main(["results", "merge", str(new), "--into", str(committed)]) == 1
     assert committed.read_text() == before
+
+
+def test_two_runs_of_one_method_and_seed_are_refused(tmp_path):
+    """A GRPO and a GSPO run of vanilla seed 0 in one table: a block would show one of them."""
+    runs = tmp_path / "runs"
+    write_history(runs, "t-grpo-vanilla-s0", CORRECT, indices=ITEMS)
+    write_history(runs, "t-gspo-vanilla-s0", {s: [4, 8] for s in CORRECT})
+    out = tmp_path / "picks.csv"
+    assert main(["results", "picks", "--runs", str(runs), "--study", "t", "--out", str(out)]) == 0
+    with pytest.raises(ValueError, match="line 6: run t-gspo-vanilla-s0 is vanilla seed 0 as "
+                                         "t-grpo-vanilla-s0 is"):
+        read_picks(out)
 
 
 def test_a_table_with_another_header_is_refused(tmp_path):

@@ -93,7 +93,7 @@ def test_figure_records_its_table_and_check_names_a_stale_one(tmp_path, capsys):
         f"docs/data/t/runs.csv or of its drawing code (run `vade results write {doc}`)")]
     assert main(["results", "write", str(doc), "--root", str(tmp_path)]) == 0
     with Image.open(png) as im:
-        assert im.text[SOURCE_KEY] == source_digest([table])
+        assert im.text[SOURCE_KEY] == source_digest([table])   # the default grid
         assert im.size[0] > im.size[1] > 100
     first = png.read_bytes()
     assert main(["results", "check", str(doc), "--root", str(tmp_path)]) == 0
@@ -111,6 +111,14 @@ def test_figure_records_its_table_and_check_names_a_stale_one(tmp_path, capsys):
     png.unlink()
     figure([table], png)
     assert png.read_bytes() == redrawn          # same table, same bytes
+    # another grid on the mark: stale too, though the table and the code are the same
+    doc.write_text(doc.read_text(encoding="utf-8").replace("t.png -->", "t.png grid_step=960 -->"),
+                   encoding="utf-8")
+    assert main(["results", "check", str(doc), "--root", str(tmp_path)]) == 1
+    assert main(["results", "write", str(doc), "--root", str(tmp_path)]) == 0
+    with Image.open(png) as im:
+        assert im.text[SOURCE_KEY] == source_digest([table], grid_step=960)
+    assert main(["results", "check", str(doc), "--root", str(tmp_path)]) == 0
 
 
 def test_plot_refuses_an_empty_table_and_a_bad_grid(tmp_path, capsys):

@@ -48,6 +48,19 @@ def test_a_table_with_another_header_is_refused():
         merge_tables(HEADER, "run_id,val\n")
 
 
+def test_a_table_of_another_study_is_refused():
+    """The testbeds share run ids: regime's vanilla s4 must not become the race's."""
+    committed = HEADER + _run("vanilla", 0, ("0.70", "0.72"))
+    other = (HEADER + _run("vanilla", 4, ("0.70", "0.82"))).replace("race,", "regime,")
+    with pytest.raises(ValueError, match="one table holds one study: committed has 'race'; "
+                                         "new has 'regime'"):
+        merge_tables(committed, other)
+    mixed = HEADER + _run("vanilla", 1, ("0.70",)) + _run("vade", 1, ("0.71",)).replace("race,",
+                                                                                         "regime,")
+    with pytest.raises(ValueError, match="new has 'race', 'regime'"):
+        merge_tables(HEADER, mixed)
+
+
 def test_cli_refuses_a_differing_run_and_leaves_the_committed_table(tmp_path: Path, capsys):
     into, new = tmp_path / "docs" / "runs.csv", tmp_path / "new.csv"
     new.write_text(HEADER + _run("vade", 0, ("0.70", "0.75")))

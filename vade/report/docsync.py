@@ -108,7 +108,8 @@ def _figure_source(png: Path) -> str | None:
 
 
 def _stale(mark: FigureMark, root: str | Path) -> bool:
-    return _figure_source(Path(root) / mark.png) != source_digest(_tables(mark, root))
+    return _figure_source(Path(root) / mark.png) != source_digest(_tables(mark, root),
+                                                                grid_step=mark.grid_step)
 
 
 def render(block: Block, root: str | Path) -> str:

@@ -22,8 +22,9 @@ The axes are set by the means, not the bands. The rollout axes are logarithmic: 
 spend up to ten times the rollouts of a 300-step run, and the comparison at equal rollouts lives
 in the first tenth of that range (the grid point at 0 rollouts, step 0's score, is left off
 them). The PNG records the SHA-256 of
-the table(s) it was drawn from and of the drawing code (text chunk ``Source``), so ``vade
-results check`` can tell a figure that is older than its table or its code.
+the table(s) it was drawn from, of its options and of the code that computes what it draws
+(text chunk ``Source``), so ``vade results check`` can tell a figure that is older than any
+of them.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vade.report import figures
+from vade import methods
+from vade.report import estimators, export, figures, numbers, stats
 from vade.report.estimators import on_grid
 from vade.report.export import RunRows, read_tables, window_means
 from vade.report.figures import COLORS, MIN_SCORE_SPAN, STYLES, min_span, save
@@ -106,13 +108,22 @@ def step_band(runs: Mapping[int, RunRows], field: str) -> Band:
     return _band(points, len(runs))
 
 
-def source_digest(paths: Sequence[str | Path]) -> str:
-    """SHA-256 over the tables' bytes, in order, and the code that draws them (this module and
-    ``figures``): what ``check`` compares a figure's with, so a figure is stale when either
-    changed."""
+# every module whose code decides what the figure shows: drawing, the grid and its
+# interpolation, the running-mean windows, the intervals, the method order and colours
+_CODE = (__file__, figures.__file__, estimators.__file__, export.__file__, numbers.__file__,
+         stats.__file__, methods.__file__)
+
+
+def source_digest(paths: Sequence[str | Path], *, grid_step: float = 3840.0,
+                  title: str | None = None) -> str:
+    """SHA-256 over the figure's options, the tables' bytes in order and the code that computes
+    what it draws (``_CODE``), each length-prefixed: what ``check`` compares a figure's with,
+    so a figure is stale when any of them changed."""
     h = hashlib.sha256()
-    for p in [*paths, __file__, figures.__file__]:
-        h.update(Path(p).read_bytes())
+    for part in [repr((float(grid_step), title)).encode(),
+                 *(Path(p).read_bytes() for p in [*paths, *_CODE])]:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
     return "sha256:" + h.hexdigest()
 
 
@@ -198,4 +209,5 @@ def figure(tables: Sequence[str | Path], path: str | Path, *, grid_step: float =
     fig.suptitle(title or f"{study}: {sum(len(r) for r in groups.values())} runs "
                  f"(grid {grid_step:,.0f} rollouts, linear interpolation)", fontsize=11)
     fig.tight_layout()
-    return save(fig, Path(path), {SOURCE_KEY: source_digest(tables)})
+    return save(fig, Path(path), {SOURCE_KEY: source_digest(tables, grid_step=grid_step,
+                                                             title=title)})

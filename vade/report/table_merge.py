@@ -9,7 +9,9 @@ over, a new run is added, and a run both have must agree byte for byte (the expo
 decimals: same history, same bytes). A run that differs is refused, named with its first
 differing cell, and nothing is written: either the run is not what produced the committed rows
 (another code version, another machine's arithmetic) or the committed table is stale; both need
-a person's decision, not a silent overwrite.
+a person's decision, not a silent overwrite. A table of another study is refused too: the
+studies share run ids (``tiny-grpo-vanilla-s0`` is a run of each testbed), so its runs would
+otherwise land as the committed study's.
 """
 
 from __future__ import annotations
@@ -70,6 +72,11 @@ def merge_tables(committed: str, new: str, *, committed_name: str = "committed",
     """The committed table's text with the new export folded in (see the module docstring);
     ``columns``: the table's header (``export.COLUMNS`` or ``picks.PICK_COLUMNS``)."""
     old_runs, new_runs = _runs(committed, committed_name, columns), _runs(new, new_name, columns)
+    studies = {name: sorted({rows[0][0] for rows in runs.values()})
+               for name, runs in ((committed_name, old_runs), (new_name, new_runs))}
+    if len(set(studies[committed_name]) | set(studies[new_name])) > 1:
+        raise ValueError("one table holds one study: " + "; ".join(
+            f"{name} has {', '.join(map(repr, st)) or 'no run'}" for name, st in studies.items()))
     shared = sorted(old_runs.keys() & new_runs.keys())
     why = {rid: _first_difference(old_runs[rid], new_runs[rid], columns) for rid in shared}
     differing = tuple(f"{rid}: {w}" for rid, w in why.items() if w)

@@ -289,3 +289,47 @@ def test_export_command_reads_real_histories(tmp_path):
         "t,t-grpo-vanilla-s0,vanilla,0,0,0.500000,0,0,,",
         "t,t-grpo-vanilla-s0,vanilla,0,2,0.600000,32,32,0.750000,0.750000",
         "t,t-grpo-vanilla-s0,vanilla,0,4,0.700000,64,64,0.500000,0.500000"]
+
+
+def _rows(study: str, run: str, vals, *, offset: float = 0.0, steps=STEPS) -> list[dict]:
+    method, seed = run.rsplit("-s", 1)
+    return [{"study": study, "run_id": f"t-grpo-{run}", "method": method, "seed": int(seed),
+             "step": int(step), "val": v, "rollouts": offset + step * 128.0,
+             "rollouts_generated": offset + step * 128.0, "eff_trained": 0.5,
+             "eff_generated": 0.5} for step, v in zip(steps, vals)]
+
+
+def test_a_run_that_never_reaches_the_target_is_never_the_faster(tmp_path):
+    """VADE stops at step 30 (3,840 rollouts) below DAPO's target; DAPO reaches it at 7,680.
+    Counting VADE's last rollouts alone gave 3,840 / 7,680 = 0.5, "twice as fast" for a run
+    that never got there; it counts at least DAPO's 7,680: ratio 1.00."""
+    rows = (_rows("t", "dapo-s0", CURVES[("dapo", 0)])
+            + _rows("t", "vade-s0", [0.5, 0.6, 0.6], steps=STEPS[:3]))
+    text = section(read_table(write_table(tmp_path / "runs.csv", rows)), grid_step=1920)
+    assert "| vade | 0/1 (DAPO 1/1) | 1.00 (1 seed) | 0/1 (DAPO 1/1) | 1.00 (1 seed) |" in text
+
+
+def test_the_family_is_the_pre_registered_one_and_a_missing_test_counts(tmp_path):
+    """Declared: H1, vanilla and mopps; mopps has no run yet. Holm over 3 with mopps at p = 1:
+    0.10716 x 3 = 0.321, max(0.321, 0.3228 x 2) = 0.646 (over the 2 tests it had: 0.214, 0.323)."""
+    table = read_table(_table(tmp_path))
+    text = section(table, grid_step=1920, family=("dapo", "vanilla", "mopps"))
+    assert "(3 pre-registered tests, 2 with 2+ seeds; Holm's correction over all 3" in text
+    assert "| VADE / DAPO, rollouts to target (B), log ratio | 2 | 0.71 [" in text
+    assert "| 0.107 | 0.321 | - |" in text
+    assert "| 0.323 | 0.646 | 0.090 [-0.545, 0.725] |" in text
+    assert "| VADE - mopps, validation at equal rollouts | 0 | n/a | - | - | n/a |" in text
+    with pytest.raises(ValueError, match="family: grpo is not a method"):
+        section(table, family=("dapo", "grpo"))
+
+
+def test_equal_rollouts_sensitivity_interpolates_at_the_budget(tmp_path):
+    """VADE pays 960 initial rollouts: its validations sit at 960 + 128 t. Budget 11,520
+    (vanilla's last): VADE's last validation under it is step 75 (10,560: 0.68), so the
+    pre-registered read is 0.68 - 0.66 = 0.020; interpolated at 11,520, halfway to step 90
+    (12,480: 0.74), it scores 0.71: 0.71 - 0.66 = 0.050."""
+    rows = (_rows("t", "vanilla-s0", CURVES[("vanilla", 0)])
+            + _rows("t", "vade-s0", [0.5, 0.6, 0.62, 0.64, 0.66, 0.68, 0.74], offset=960))
+    text = section(read_table(write_table(tmp_path / "runs.csv", rows)), grid_step=1920)
+    assert "| VADE - vanilla, validation at equal rollouts | 1 | 0.020 (n=1) | - | - | " \
+           "0.050 (n=1) |" in text

@@ -9,7 +9,8 @@ A block is written in the Markdown as
 
 (path relative to the repository root; ``main.csv+control.csv`` reads control studies beside
 the main one, their runs labelled ``method@study``; options: ``fraction``, ``grid_step``, ``plateau_checks``
-as comma-separated steps, ``decimals``). A ``<!-- regime: ... -->`` block (option
+as comma-separated steps, ``decimals``, ``family`` as the comma-separated pre-registered
+comparisons: ``dapo`` for H1, then the methods VADE is compared with at equal rollouts). A ``<!-- regime: ... -->`` block (option
 ``decimals``) holds ``vade.report.regime.regime_section``: each method's effective ratio by
 third of its steps, against the testbed's regime rule; a ``<!-- picks: .../picks.csv -->``
 block ``vade.report.picks.picks_section``. ``vade results check`` recomputes every
@@ -43,7 +44,7 @@ __all__ = ["Block", "FigureMark", "blocks", "check", "figures", "render", "write
 
 _BLOCK = re.compile(r"(?P<open><!-- (?P<kind>numbers|regime|picks): (?P<path>\S+)(?P<opts>[^>]*?) -->\n)"
                     r"(?P<body>.*?)(?P<close><!-- /(?P=kind) -->)", re.DOTALL)
-_ALLOWED = {"numbers": ("fraction", "grid_step", "plateau_checks", "decimals"),
+_ALLOWED = {"numbers": ("fraction", "grid_step", "plateau_checks", "decimals", "family"),
             "regime": ("decimals",), "picks": ("decimals",)}
 _FIGURE = re.compile(r"<!-- figure: (?P<path>\S+) (?P<png>\S+)(?P<opts>[^>]*?) -->")
 
@@ -122,10 +123,11 @@ def render(block: Block, root: str | Path) -> str:
     if block.kind == "regime":
         return regime_section(by_method(table), decimals=int(o.get("decimals", 3)))
     checks = tuple(int(c) for c in o.get("plateau_checks", "").split(",") if c)
+    family = tuple(m for m in o["family"].split(",") if m) if "family" in o else None
     return section(table,
                    fraction=float(o.get("fraction", 0.995)),
                    grid_step=float(o.get("grid_step", 3840)), plateau_checks=checks,
-                   decimals=int(o.get("decimals", 2)))
+                   decimals=int(o.get("decimals", 2)), family=family)
 
 
 def check(doc: str | Path, root: str | Path) -> list[str]:

@@ -140,23 +140,38 @@ def step_equivalence(steps: Sequence[float], scores: Sequence[float],
                      ref_steps: Sequence[float], ref_scores: Sequence[float],
                      ks: Sequence[float] | None = None) -> float | None:
     """The factor k in ``ks`` (default 0.25-4.00 by 0.01) that best fits method(t) ~
-    reference(k t) in least squares, over the method's validation steps t > 0 with k t inside
-    the reference's validated range; None when no k leaves 3 such points.
+    reference(k t) in least squares; None when no k leaves 3 points each way.
 
     k > 1: the method at step t scores what the reference scores only at k t steps (the method
-    is worth k of the reference's steps); the reference is linearly interpolated."""
+    is worth k of the reference's steps). The fit is symmetric: the error of k is the mean of
+    the squared misfit of the method's validations against the reference at k t and of the
+    reference's validations against the method at s / k (each curve linearly interpolated,
+    only inside the other's validated range), so swapping the two curves gives 1 / k. Why:
+    fitted one way only, a larger k is scored on fewer and earlier points, and two identical
+    noisy curves came out at k 1.29 (median of 150 simulated 15-seed studies, 2026-11-28).
+    """
     x, y = _curve(steps, scores)
     rx, ry = _curve(ref_steps, ref_scores)
     y, x = y[x > 0], x[x > 0]
+    ry, rx = ry[rx > 0], rx[rx > 0]
     grid = np.round(np.arange(25, 401) / 100, 2) if ks is None else np.asarray(ks, float)
-    best, best_err = None, math.inf
-    if rx.size < 2:
+    if x.size < 3 or rx.size < 3:
         return None
+    best, best_err = None, math.inf
     for k in grid:
-        inside = (k * x >= rx[0]) & (k * x <= rx[-1])
-        if inside.sum() < 3:
+        errs = [_misfit(x * k, y, rx, ry), _misfit(rx / k, ry, x, y)]
+        if any(e is None for e in errs):
             continue
-        err = float(np.mean((y[inside] - np.interp(k * x[inside], rx, ry)) ** 2))
+        err = (errs[0] + errs[1]) / 2
         if err < best_err - 1e-15:
             best, best_err = float(k), err
     return best
+
+
+def _misfit(at: np.ndarray, y: np.ndarray, cx: np.ndarray, cy: np.ndarray) -> float | None:
+    """Mean squared gap between ``y`` and the curve (cx, cy) at ``at``, over the points inside
+    its range; None with fewer than 3."""
+    inside = (at >= cx[0]) & (at <= cx[-1])
+    if inside.sum() < 3:
+        return None
+    return float(np.mean((y[inside] - np.interp(at[inside], cx, cy)) ** 2))

@@ -16,10 +16,17 @@ the two cannot diverge. What is computed, and why, is fixed in docs/results.md (
   sets one, 99.5% of the mean of the last third of its curve, a lower bound on its plateau;
 * rollouts to the target on the smoothed, common-cadence curve (``vade.report.estimators``),
   per method over DAPO's, as geometric means with the per-seed ratios; a run that never reaches
-  it counts its last rollouts (a lower bound on its ratio, against that method) and is counted;
+  it counts the larger of its last rollouts and the other run's rollouts to the target, so a
+  censored run is never the faster of the pair (both censored: ratio 1), and is counted;
 * the primary family: VADE / DAPO rollouts to target (handling B), VADE - vanilla and VADE -
   each published peer at equal rollouts; two-sided paired t-tests, Holm's correction over the
-  family (scipy), the family's size printed.
+  family (scipy). ``family`` names the pre-registered comparisons (``dapo`` for H1, then the
+  methods VADE is compared with at equal rollouts): a test the table cannot make yet (fewer
+  than 2 seeds) counts in Holm's m at p = 1, so a missing peer never loosens the correction.
+  Without it the family is whatever the table holds (a report of a study that declares none);
+* beside each equal-rollouts test, a sensitivity (added 2026-11-28, after an interim look, not
+  pre-registered): both runs linearly interpolated at the budget instead of read at their last
+  validation under it, which depends on how often each method is validated.
 """
 
 from __future__ import annotations
@@ -99,6 +106,18 @@ def _delta_rollouts(x: RunRows, y: RunRows) -> float | None:
     budget = min(np.nanmax(x.rollouts), np.nanmax(y.rollouts))
     a, b = at_cost(x.val, x.rollouts, budget), at_cost(y.val, y.rollouts, budget)
     return None if a is None or b is None else a - b
+
+
+def _delta_interpolated(x: RunRows, y: RunRows) -> float | None:
+    """The sensitivity to ``_delta_rollouts``: both curves interpolated at the budget."""
+    budget = min(np.nanmax(x.rollouts), np.nanmax(y.rollouts))
+    got = []
+    for r in (x, y):
+        ok = np.isfinite(r.val) & np.isfinite(r.rollouts)
+        if not ok.any() or r.rollouts[ok][0] > budget:
+            return None
+        got.append(float(np.interp(budget, r.rollouts[ok], r.val[ok])))
+    return got[0] - got[1]
 
 
 def _delta_auc(x: RunRows, y: RunRows) -> float | None:
@@ -193,7 +212,7 @@ def _targets(dapo: Mapping[int, RunRows], fraction: float, checks: Sequence[int]
 
 def _reach(rows: RunRows, target: float, grid: float) -> tuple[float, bool]:
     """Rollouts to ``target`` (smoothed, on the grid) and whether reached; never: the run's
-    last rollouts (a lower bound)."""
+    last rollouts (a lower bound; ``_ratios`` makes it count against the run)."""
     got = reach_smoothed(rows.rollouts, rows.val, target, grid)
     return (float(np.nanmax(rows.rollouts)), False) if got is None else (got, True)
 
@@ -201,19 +220,26 @@ def _reach(rows: RunRows, target: float, grid: float) -> tuple[float, bool]:
 def _ratios(runs: Mapping[int, RunRows], ref: Mapping[int, RunRows],
             targets: Mapping[int, float], grid: float) -> tuple[dict[int, float], int, int]:
     """Per seed (with a target): rollouts to it, this method over ``ref``; seeds where this
-    method reached it; seeds where ``ref`` did."""
+    method reached it; seeds where ``ref`` did. A run that never reached it counts at least
+    what the other run needed: its last rollouts alone are a lower bound, which for the
+    numerator would make a censored method look faster (amended 2026-11-28)."""
     out, hit, ref_hit = {}, 0, 0
     for s in sorted(set(runs) & set(ref) & set(targets)):
         mine, ok = _reach(runs[s], targets[s], grid)
         theirs, ref_ok = _reach(ref[s], targets[s], grid)
         hit, ref_hit = hit + ok, ref_hit + ref_ok
+        if not ok:
+            mine = max(mine, theirs)
+        if not ref_ok:
+            theirs = max(theirs, mine)
         if theirs > 0:
             out[s] = mine / theirs
     return out, hit, ref_hit
 
 
 def section(table: Mapping[str, RunRows], *, fraction: float = 0.995, grid_step: float = 3840.0,
-            plateau_checks: Sequence[int] = (), decimals: int = 2) -> str:
+            plateau_checks: Sequence[int] = (), decimals: int = 2,
+            family: Sequence[str] | None = None) -> str:
     """Markdown: the per-method table, DAPO's plateau, rollouts to target under both handlings
     and the primary family with Holm's correction; one such part per (model, algorithm) when
     the table holds several (the demo trains GRPO and GSPO of each method on the same seeds:
@@ -223,7 +249,7 @@ def section(table: Mapping[str, RunRows], *, fraction: float = 0.995, grid_step:
         run = parse_run_id(rows.run_id)
         groups.setdefault((run.model, run.algorithm), {})[key] = rows
     kwargs = {"fraction": fraction, "grid_step": grid_step, "plateau_checks": plateau_checks,
-              "decimals": decimals}
+              "decimals": decimals, "family": family}
     if len(groups) <= 1:
         return _section(table, **kwargs)
     return "\n".join(f"### {model} {algorithm.upper()}\n\n" + _section(runs, **kwargs)
@@ -231,14 +257,15 @@ def section(table: Mapping[str, RunRows], *, fraction: float = 0.995, grid_step:
 
 
 def _section(table: Mapping[str, RunRows], *, fraction: float, grid_step: float,
-             plateau_checks: Sequence[int], decimals: int) -> str:
+             plateau_checks: Sequence[int], decimals: int,
+             family: Sequence[str] | None) -> str:
     ms = by_method(table)
     d = decimals
     if not ms:
         return "No run in the table.\n"
     out = [_method_table(ms, d), ""]
     dapo, vade = ms.get("dapo", {}), ms.get("vade", {})
-    family: list[tuple[str, list[float], str]] = []
+    every: dict[int, float] = {}
     if dapo:
         lines, held, every = _targets(dapo, fraction, plateau_checks, d)
         out += [f"DAPO's plateau rule holds in {len(held)}/{len(dapo)} seeds:", "", *lines, ""]
@@ -254,32 +281,57 @@ def _section(table: Mapping[str, RunRows], *, fraction: float, grid_step: float,
             rows.append(cells)
         head = f"A: rollouts to {fraction * 100:g}% of DAPO's plateau, method / DAPO"
         out += [_md(["method", "A: reached", head, "B: reached", "B: method / DAPO"], rows), ""]
-        if vade:
-            r, _, _ = _ratios(vade, dapo, every, grid_step)
-            family.append(("VADE / DAPO, rollouts to target (B), log ratio",
-                           [math.log(v) for v in r.values()],
-                           geometric_interval(r).text(d)))
-    for peer in ("vanilla", *PRIMARY_PEERS):
-        if vade and peer in ms:
-            diffs = _paired(vade, ms[peer], _delta_rollouts)
-            family.append((f"VADE - {peer}, validation at equal rollouts",
-                           list(diffs.values()), _fmt(mean_interval(list(diffs.values())), d + 1)))
-    if family:
-        ps = [_t_p(v) for _, v, _ in family]
-        finite = [i for i, p in enumerate(ps) if math.isfinite(p)]
-        adj = dict(zip(finite, holm([ps[i] for i in finite])))
-        rows = [[name, str(len(v)), text, "-" if not math.isfinite(ps[i]) else f"{ps[i]:.3f}",
-                 "-" if i not in adj else f"{adj[i]:.3f}"]
-                for i, (name, v, text) in enumerate(family)]
-        intro = (f"Primary family ({len(finite)} tests with 2+ seeds; Holm's correction over "
-                 "them, two-sided paired t):")
-        out += [intro, "",
-                _md(["comparison", "seeds", "estimate", "p", "p (Holm)"], rows), ""]
+    unknown = [p for p in family or () if p not in methods.NAMES or p == "vade"]
+    if unknown:
+        raise ValueError(f"family: {', '.join(unknown)} is not a method VADE is compared with "
+                         f"(one of {', '.join(n for n in methods.NAMES if n != 'vade')})")
+    partners = (list(family) if family is not None else
+                [p for p in ("dapo", "vanilla", *PRIMARY_PEERS) if p in ms])
+    tests = [_test(p, vade, ms.get(p, {}), every, grid_step, d) for p in partners] if vade else []
+    if tests:
+        out += [_family_table(tests, fixed=family is not None), ""]
     out.append(f"Rollouts to target: the validation curve on a common grid of {grid_step:,.0f} "
                "rollouts (linear interpolation), a trailing mean of 3 grid points, the first at "
-               f"or above {fraction * 100:g}% of the seed's DAPO plateau; never reached: the "
-               "run's last rollouts count. A: seeds where DAPO's plateau rule holds; B: every "
-               "seed, target from the last third's mean. Ratios: geometric mean [log-scale "
-               "95% t-interval] (per-seed ratios). Differences: mean [95% t-interval], paired by "
-               "seed; * = excludes 0.")
+               f"or above {fraction * 100:g}% of the seed's DAPO plateau (a grid point between "
+               "two validations reads the later one too: a method validated rarely gains up to "
+               "one interval); never reached: the larger of the run's last rollouts and the "
+               "other run's rollouts to the target count (both never: ratio 1). A: seeds where "
+               "DAPO's plateau rule holds; B: every seed, target from the last third's mean. "
+               "Equal rollouts: each run at its last validation at or under the smaller of the "
+               "pair's final rollouts (sensitivity: both interpolated at it). Ratios: geometric "
+               "mean [log-scale 95% t-interval] (per-seed ratios). Differences: mean [95% "
+               "t-interval], paired by seed; * = excludes 0.")
     return "\n".join(out) + "\n"
+
+
+def _test(partner: str, vade: Mapping[int, RunRows], runs: Mapping[int, RunRows],
+          targets: Mapping[int, float], grid: float, d: int) -> tuple[str, list[float], str, str]:
+    """One test of the family: its name, per-seed values, estimate, sensitivity."""
+    if partner == "dapo":
+        r, _, _ = _ratios(vade, runs, targets, grid)
+        return ("VADE / DAPO, rollouts to target (B), log ratio", [math.log(v) for v in r.values()],
+                geometric_interval(r).text(d), "-")
+    diffs = list(_paired(vade, runs, _delta_rollouts).values())
+    interp = list(_paired(vade, runs, _delta_interpolated).values())
+    return (f"VADE - {partner}, validation at equal rollouts", diffs,
+            _fmt(mean_interval(diffs), d + 1), _fmt(mean_interval(interp), d + 1))
+
+
+def _family_table(tests: Sequence[tuple[str, list[float], str, str]], *, fixed: bool) -> str:
+    """The family with Holm's correction; ``fixed``: a test without 2 seeds counts at p = 1."""
+    ps = [_t_p(v) for _, v, _, _ in tests]
+    counted = [i for i, p in enumerate(ps) if fixed or math.isfinite(p)]
+    adj = dict(zip(counted, holm([ps[i] if math.isfinite(ps[i]) else 1.0 for i in counted])))
+    rows = [[name, str(len(v)), text, "-" if not math.isfinite(ps[i]) else f"{ps[i]:.3f}",
+             "-" if i not in adj or not math.isfinite(ps[i]) else f"{adj[i]:.3f}", sens]
+            for i, (name, v, text, sens) in enumerate(tests)]
+    ready = sum(math.isfinite(p) for p in ps)
+    if fixed:
+        intro = (f"Primary family ({len(tests)} pre-registered tests, {ready} with 2+ seeds; "
+                 f"Holm's correction over all {len(tests)}, a test without 2 seeds counted at "
+                 "p = 1; two-sided paired t):")
+    else:
+        intro = (f"Primary family ({ready} tests with 2+ seeds; Holm's correction over them, "
+                 "two-sided paired t):")
+    return intro + "\n\n" + _md(["comparison", "seeds", "estimate", "p", "p (Holm)",
+                                 "sensitivity: interpolated at the budget"], rows)

@@ -333,3 +333,19 @@ def test_equal_rollouts_sensitivity_interpolates_at_the_budget(tmp_path):
     text = section(read_table(write_table(tmp_path / "runs.csv", rows)), grid_step=1920)
     assert "| VADE - vanilla, validation at equal rollouts | 1 | 0.020 (n=1) | - | - | " \
            "0.050 (n=1) |" in text
+
+
+@pytest.mark.parametrize("study", ["tiny-race", "tiny-regime"])
+def test_the_page_and_the_study_config_declare_one_family(study):
+    """The study's report (``report.family``) and the page's block (``family=``) run Holm over
+    the same pre-registered tests, so their p-values cannot differ."""
+    import yaml
+
+    from vade.report.config import ReportConfig
+
+    cfg = ReportConfig.from_dict(yaml.safe_load((ROOT / "config" / f"{study}.yaml").read_text())
+                                 ["report"])
+    block = next(b for b in docsync.blocks(ROOT / "docs" / "results.md")
+                 if b.kind == "numbers" and b.table == f"docs/data/{study}/runs.csv")
+    assert cfg.family is not None and cfg.family[:2] == ("dapo", "vanilla")
+    assert tuple(block.options["family"].split(",")) == cfg.family

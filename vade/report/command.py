@@ -103,7 +103,7 @@ def build_report(*, name: str, cfg, runs, evals, out: Path, samples=None, diffic
     table_md["preregistered.html"] = ("Pre-registered estimators", "## Pre-registered "
                                       "estimators (from tables/per_run.csv)\n\n" + numbers_section(
         read_table(per_run), fraction=cfg.headline_fraction, grid_step=cfg.rollout_grid,
-        plateau_checks=cfg.plateau_checks, decimals=d))
+        plateau_checks=cfg.plateau_checks, decimals=d, family=cfg.family))
     for file, (title, text) in table_md.items():
         write_page(out / "tables" / file, text, f"{name}: {title}")
     parts = [

@@ -11,6 +11,7 @@ from typing import Any
 from vade.config_schema import build, check
 from vade.eval.config import PAPER_BENCHMARKS
 from vade.grid import cells
+from vade.methods import NAMES
 
 __all__ = ["ReportConfig", "expected_runs", "table_columns"]
 
@@ -43,6 +44,10 @@ class ReportConfig:
     and smoothed over 3 of them. Fixed before the rerun at 3,840: twice VADE's and vanilla's
     cadence in the tiny study (15 steps x 128 rollouts), within DAPO's 3,000-6,000; a grid point
     between two validations is their weighted mean, never an extra independent draw.
+    family: the pre-registered primary family (``vade.report.numbers``): ``dapo`` for VADE /
+    DAPO rollouts to target, then each method VADE is compared with at equal rollouts; Holm's
+    correction runs over all of them, a test without 2 seeds at p = 1. Unset: the tests the
+    runs allow.
     """
 
     val_metric: str = "val/acc"
@@ -58,6 +63,7 @@ class ReportConfig:
     cost_axis: str = "all"
     plateau_checks: tuple[int, ...] = ()
     rollout_grid: float = 3840.0
+    family: tuple[str, ...] | None = None
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> ReportConfig:
@@ -68,6 +74,10 @@ class ReportConfig:
         if not all(a < b for a, b in pairwise(edges)):
             raise ValueError("config key 'report.difficulty_buckets' must increase, got "
                              f"{list(edges)}")
+        bad = [m for m in values.get("family") or () if m not in NAMES or m == "vade"]
+        if bad:
+            raise ValueError(f"config key 'report.family': {', '.join(map(repr, bad))} is not a "
+                             f"method VADE is compared with ({', '.join(n for n in NAMES if n != 'vade')})")
         return build(cls, {**values, **({"plateau_checks": sorted(values["plateau_checks"])}
                                         if "plateau_checks" in values else {})})
 

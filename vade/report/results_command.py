@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         _, cfg = _report_config(args)
         print(numbers_section(read_tables(args.tables), fraction=cfg.headline_fraction,
                               grid_step=cfg.rollout_grid, plateau_checks=cfg.plateau_checks,
-                              decimals=cfg.decimals), end="")
+                              decimals=cfg.decimals, family=cfg.family), end="")
         return 0
     if args.action == "plot":
         if not args.grid_step > 0:

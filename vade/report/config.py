@@ -11,7 +11,7 @@ from typing import Any
 from vade.config_schema import build, check
 from vade.eval.config import PAPER_BENCHMARKS
 from vade.grid import cells
-from vade.methods import NAMES
+from vade.report.numbers import check_family
 
 __all__ = ["ReportConfig", "expected_runs", "table_columns"]
 
@@ -74,10 +74,7 @@ class ReportConfig:
         if not all(a < b for a, b in pairwise(edges)):
             raise ValueError("config key 'report.difficulty_buckets' must increase, got "
                              f"{list(edges)}")
-        bad = [m for m in values.get("family") or () if m not in NAMES or m == "vade"]
-        if bad:
-            raise ValueError(f"config key 'report.family': {', '.join(map(repr, bad))} is not a "
-                             f"method VADE is compared with ({', '.join(n for n in NAMES if n != 'vade')})")
+        check_family(values.get("family") or (), "config key 'report.family'")
         return build(cls, {**values, **({"plateau_checks": sorted(values["plateau_checks"])}
                                         if "plateau_checks" in values else {})})
 

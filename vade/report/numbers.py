@@ -48,7 +48,7 @@ from vade.report.export import RunRows
 from vade.report.peers import at_cost, plateau_by
 from vade.report.stats import Interval, mean_interval
 
-__all__ = ["PRIMARY_PEERS", "by_method", "holm", "section"]
+__all__ = ["PRIMARY_PEERS", "by_method", "check_family", "holm", "section"]
 
 PRIMARY_PEERS = ("mopps", "greso", "mmr1", "sec")  # the published peers of the primary family
 
@@ -237,6 +237,15 @@ def _ratios(runs: Mapping[int, RunRows], ref: Mapping[int, RunRows],
     return out, hit, ref_hit
 
 
+def check_family(family: Sequence[str], where: str) -> None:
+    """A declared family names methods VADE is compared with (``dapo`` for H1); ``where``: the
+    key or option that gave it, for the error."""
+    unknown = [p for p in family if p not in methods.NAMES or p == "vade"]
+    if unknown:
+        raise ValueError(f"{where}: {', '.join(map(repr, unknown))} is not a method VADE is "
+                         f"compared with (one of {', '.join(n for n in methods.NAMES if n != 'vade')})")
+
+
 def section(table: Mapping[str, RunRows], *, fraction: float = 0.995, grid_step: float = 3840.0,
             plateau_checks: Sequence[int] = (), decimals: int = 2,
             family: Sequence[str] | None = None) -> str:
@@ -281,10 +290,7 @@ def _section(table: Mapping[str, RunRows], *, fraction: float, grid_step: float,
             rows.append(cells)
         head = f"A: rollouts to {fraction * 100:g}% of DAPO's plateau, method / DAPO"
         out += [_md(["method", "A: reached", head, "B: reached", "B: method / DAPO"], rows), ""]
-    unknown = [p for p in family or () if p not in methods.NAMES or p == "vade"]
-    if unknown:
-        raise ValueError(f"family: {', '.join(unknown)} is not a method VADE is compared with "
-                         f"(one of {', '.join(n for n in methods.NAMES if n != 'vade')})")
+    check_family(family or (), "family")
     partners = (list(family) if family is not None else
                 [p for p in ("dapo", "vanilla", *PRIMARY_PEERS) if p in ms])
     tests = [_test(p, vade, ms.get(p, {}), every, grid_step, d) for p in partners] if vade else []

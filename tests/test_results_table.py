@@ -349,3 +349,33 @@ def test_the_page_and_the_study_config_declare_one_family(study):
                  if b.kind == "numbers" and b.table == f"docs/data/{study}/runs.csv")
     assert cfg.family is not None and cfg.family[:2] == ("dapo", "vanilla")
     assert tuple(block.options["family"].split(",")) == cfg.family
+
+
+def test_each_control_is_compared_with_the_vade_of_its_own_study_or_the_main_one(tmp_path):
+    """b24 ran vanilla only (0.02 above the main vanilla, 1.5 x the rollouts a step): it is
+    compared with the main VADE. At step 90, 0.70 - 0.68 and 0.80 - 0.68: 0.070 [-0.565,
+    0.705] (t(1) = 12.706, se 0.05). At equal rollouts (11,520, VADE's last), b24 is read at
+    step 60 (0.66): 0.040 and 0.140. In area (mean score over steps 0-90, trapezoids), VADE
+    0.6833 and 0.75 against b24's 0.6267: 0.090 [-0.334, 0.514]. lr ran both: its VADE (0.01
+    and 0.03 above its vanilla at every step) against its own vanilla: 0.020 [-0.107, 0.147]
+    every way; its vanilla is never paired with the main VADE."""
+    def scaled(rows, factor):
+        return [{**r, "rollouts": r["rollouts"] * factor,
+                 "rollouts_generated": r["rollouts_generated"] * factor} for r in rows]
+
+    van = np.array(CURVES[("vanilla", 0)])
+    tables = [_table(tmp_path)]
+    for study, rows in (
+            ("b24", scaled(_rows("b24", "vanilla-s0", van + 0.02)
+                           + _rows("b24", "vanilla-s1", van + 0.02), 1.5)),
+            ("lr", _rows("lr", "vanilla-s0", van) + _rows("lr", "vanilla-s1", van)
+             + _rows("lr", "vade-s0", van + 0.01) + _rows("lr", "vade-s1", van + 0.03))):
+        tables.append(write_table(tmp_path / study / "runs.csv", rows))
+    text = section(read_tables(tables), grid_step=1920)
+    controls = text[text.index("Controls (secondary"):].split("\n\n")[1].splitlines()[2:]
+    assert controls == [
+        ("| vade - vanilla@b24 | 2 | 0.070 [-0.565, 0.705] | 0.090 [-0.545, 0.725] | "
+         "0.090 [-0.334, 0.514] |"),
+        ("| vade@lr - vanilla@lr | 2 | 0.020 [-0.107, 0.147] | 0.020 [-0.107, 0.147] | "
+         "0.020 [-0.107, 0.147] |")]
+    assert "Controls" not in section(read_tables(tables[:1]), grid_step=1920)

@@ -24,6 +24,10 @@ the two cannot diverge. What is computed, and why, is fixed in docs/results.md (
   methods VADE is compared with at equal rollouts): a test the table cannot make yet (fewer
   than 2 seeds) counts in Holm's m at p = 1, so a missing peer never loosens the correction.
   Without it the family is whatever the table holds (a report of a study that declares none);
+* the controls (another study's runs, labelled ``method@study``): VADE minus each, paired by
+  seed, at equal steps, at equal rollouts and in area (secondary; added 2026-11-28 before any
+  control ran: the pre-registration compares them with vanilla, and the question they answer,
+  whether vanilla at B = 24 matches VADE, is this difference);
 * beside each equal-rollouts test, a sensitivity (added 2026-11-28, after an interim look, not
   pre-registered): both runs linearly interpolated at the budget instead of read at their last
   validation under it, which depends on how often each method is validated.
@@ -296,6 +300,9 @@ def _section(table: Mapping[str, RunRows], *, fraction: float, grid_step: float,
     tests = [_test(p, vade, ms.get(p, {}), every, grid_step, d) for p in partners] if vade else []
     if tests:
         out += [_family_table(tests, fixed=family is not None), ""]
+    controls = _controls_table(ms, d)
+    if controls:
+        out += [controls, ""]
     out.append(f"Rollouts to target: the validation curve on a common grid of {grid_step:,.0f} "
                "rollouts (linear interpolation), a trailing mean of 3 grid points, the first at "
                f"or above {fraction * 100:g}% of the seed's DAPO plateau (a grid point between "
@@ -321,6 +328,38 @@ def _test(partner: str, vade: Mapping[int, RunRows], runs: Mapping[int, RunRows]
     interp = list(_paired(vade, runs, _delta_interpolated).values())
     return (f"VADE - {partner}, validation at equal rollouts", diffs,
             _fmt(mean_interval(diffs), d + 1), _fmt(mean_interval(interp), d + 1))
+
+
+def _control_pairs(ms: Mapping[str, Mapping[int, RunRows]]) -> list[tuple[str, str]]:
+    """(VADE's label, the control's) for each control run label ``method@study`` other than
+    VADE's: the control study's own VADE when it ran one (VADE - vanilla at another learning
+    rate), else the main study's (VADE - vanilla at B = 24: does vanilla given VADE's
+    informative groups per step match it)."""
+    pairs = []
+    for label in ms:
+        method, _, study = label.partition("@")
+        if study and method != "vade":
+            own = f"vade@{study}"
+            vade = own if own in ms else "vade"
+            if vade in ms:
+                pairs.append((vade, label))
+    return pairs
+
+
+def _controls_table(ms: Mapping[str, Mapping[int, RunRows]], d: int) -> str:
+    """VADE minus each control, paired by seed (secondary: no test, no correction)."""
+    rows = []
+    for vade, other in _control_pairs(ms):
+        a, b = ms[vade], ms[other]
+        cells = [mean_interval(list(_paired(a, b, fn).values()))
+                 for fn in (_delta_steps, _delta_rollouts, _delta_auc)]
+        rows.append([f"{vade} - {other}", str(len(set(a) & set(b))),
+                     *(_fmt(c, d + 1) for c in cells)])
+    if not rows:
+        return ""
+    return ("Controls (secondary: paired by seed, no correction; each against the VADE of its "
+            "own study where it ran one, else the main study's):\n\n"
+            + _md(["comparison", "seeds", "Δ, equal steps", "Δ, equal rollouts", "AUC Δ"], rows))
 
 
 def _family_table(tests: Sequence[tuple[str, list[float], str, str]], *, fixed: bool) -> str:

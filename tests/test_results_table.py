@@ -379,3 +379,14 @@ def test_each_control_is_compared_with_the_vade_of_its_own_study_or_the_main_one
         ("| vade@lr - vanilla@lr | 2 | 0.020 [-0.107, 0.147] | 0.020 [-0.107, 0.147] | "
          "0.020 [-0.107, 0.147] |")]
     assert "Controls" not in section(read_tables(tables[:1]), grid_step=1920)
+
+
+def test_a_study_config_naming_an_unknown_family_member_fails_naming_the_key():
+    """The config's family and the block's are checked by one rule (``methods.check_compared``):
+    VADE itself and names that are not methods are refused, the key named."""
+    from vade.report.config import ReportConfig
+
+    for bad in ("vade", "grpo"):
+        with pytest.raises(ValueError, match=f"config key 'report.family': '{bad}' is not a"):
+            ReportConfig.from_dict({"family": ["dapo", bad]})
+    assert ReportConfig.from_dict({"family": ["dapo", "vanilla"]}).family == ("dapo", "vanilla")

@@ -21,7 +21,7 @@ Adding a method that only changes the chooser is one row here (with its VadeSamp
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -33,6 +33,7 @@ __all__ = [
     "PALETTE",
     "SHAPINGS",
     "Method",
+    "check_compared",
     "get",
     "names_where",
 ]
@@ -178,3 +179,13 @@ def names_where(**conditions: object) -> tuple[str, ...]:
     (``names_where(shaping=None)``: the methods that are a sampler alone)."""
     return tuple(m.name for m in _ROWS
                  if all(getattr(m, k) == v for k, v in conditions.items()))
+
+
+def check_compared(names: Sequence[str], where: str) -> None:
+    """``names`` are methods VADE is compared with (a pre-registered family: ``dapo`` for H1,
+    then the methods at equal rollouts); ``where``, the key or option that gave them, leads
+    the error."""
+    unknown = [n for n in names if n not in METHODS or n == "vade"]
+    if unknown:
+        raise ValueError(f"{where}: {', '.join(map(repr, unknown))} is not a method VADE is "
+                         f"compared with (one of {', '.join(n for n in NAMES if n != 'vade')})")

@@ -11,7 +11,7 @@ from typing import Any
 from vade.config_schema import build, check
 from vade.eval.config import PAPER_BENCHMARKS
 from vade.grid import cells
-from vade.report.numbers import check_family
+from vade.methods import check_compared
 
 __all__ = ["ReportConfig", "expected_runs", "table_columns"]
 
@@ -74,7 +74,7 @@ class ReportConfig:
         if not all(a < b for a, b in pairwise(edges)):
             raise ValueError("config key 'report.difficulty_buckets' must increase, got "
                              f"{list(edges)}")
-        check_family(values.get("family") or (), "config key 'report.family'")
+        check_compared(values.get("family") or (), "config key 'report.family'")
         return build(cls, {**values, **({"plateau_checks": sorted(values["plateau_checks"])}
                                         if "plateau_checks" in values else {})})
 

@@ -52,7 +52,7 @@ from vade.report.export import RunRows
 from vade.report.peers import at_cost, plateau_by
 from vade.report.stats import Interval, mean_interval
 
-__all__ = ["PRIMARY_PEERS", "by_method", "check_family", "holm", "section"]
+__all__ = ["PRIMARY_PEERS", "by_method", "holm", "section"]
 
 PRIMARY_PEERS = ("mopps", "greso", "mmr1", "sec")  # the published peers of the primary family
 
@@ -134,6 +134,11 @@ def _k(x: RunRows, y: RunRows) -> float | None:
     return step_equivalence(x.step, x.val, y.step, y.val)
 
 
+def _paired_cell(a: Mapping[int, RunRows], b: Mapping[int, RunRows], fn, d: int) -> str:
+    """mean [95% t-interval] of fn(a, b) over the seeds both have."""
+    return _fmt(mean_interval(list(_paired(a, b, fn).values())), d + 1)
+
+
 def _fmt(iv: Interval, d: int) -> str:
     return iv.text(d) + (" *" if iv.excludes_zero() else "")
 
@@ -178,14 +183,11 @@ def _method_table(ms: Mapping[str, Mapping[int, RunRows]], d: int) -> str:
             str(steps[0]) if len(steps) == 1 else f"{steps[0]}-{steps[-1]}",
             f"{min(ends):,.0f}" + (f"-{max(ends):,.0f}" if max(ends) > min(ends) else ""),
             mean_interval([_last(r.val) for r in runs.values()]).text(d + 1),
-            _fmt(mean_interval(list(_paired(runs, van, _delta_steps).values())), d + 1)
-            if vs else "-",
-            _fmt(mean_interval(list(_paired(runs, van, _delta_rollouts).values())), d + 1)
-            if vs else "-",
+            _paired_cell(runs, van, _delta_steps, d) if vs else "-",
+            _paired_cell(runs, van, _delta_rollouts, d) if vs else "-",
             mean_interval([_last(r.eff_trained) for r in runs.values()]).text(d + 1),
             mean_interval([_last(r.eff_generated) for r in runs.values()]).text(d + 1),
-            _fmt(mean_interval(list(_paired(runs, van, _delta_auc).values())), d + 1)
-            if vs else "-",
+            _paired_cell(runs, van, _delta_auc, d) if vs else "-",
             geometric_interval(_paired(runs, van, _k)).text(d) if vs else "-"])
     return _md(["method", "seeds", "steps", "rollouts (cost axis)", "final validation",
                 "Δ vs vanilla, equal steps", "Δ vs vanilla, equal rollouts",
@@ -241,15 +243,6 @@ def _ratios(runs: Mapping[int, RunRows], ref: Mapping[int, RunRows],
     return out, hit, ref_hit
 
 
-def check_family(family: Sequence[str], where: str) -> None:
-    """A declared family names methods VADE is compared with (``dapo`` for H1); ``where``: the
-    key or option that gave it, for the error."""
-    unknown = [p for p in family if p not in methods.NAMES or p == "vade"]
-    if unknown:
-        raise ValueError(f"{where}: {', '.join(map(repr, unknown))} is not a method VADE is "
-                         f"compared with (one of {', '.join(n for n in methods.NAMES if n != 'vade')})")
-
-
 def section(table: Mapping[str, RunRows], *, fraction: float = 0.995, grid_step: float = 3840.0,
             plateau_checks: Sequence[int] = (), decimals: int = 2,
             family: Sequence[str] | None = None) -> str:
@@ -294,7 +287,7 @@ def _section(table: Mapping[str, RunRows], *, fraction: float, grid_step: float,
             rows.append(cells)
         head = f"A: rollouts to {fraction * 100:g}% of DAPO's plateau, method / DAPO"
         out += [_md(["method", "A: reached", head, "B: reached", "B: method / DAPO"], rows), ""]
-    check_family(family or (), "family")
+    methods.check_compared(family or (), "family")
     partners = (list(family) if family is not None else
                 [p for p in ("dapo", "vanilla", *PRIMARY_PEERS) if p in ms])
     tests = [_test(p, vade, ms.get(p, {}), every, grid_step, d) for p in partners] if vade else []
@@ -351,10 +344,9 @@ def _controls_table(ms: Mapping[str, Mapping[int, RunRows]], d: int) -> str:
     rows = []
     for vade, other in _control_pairs(ms):
         a, b = ms[vade], ms[other]
-        cells = [mean_interval(list(_paired(a, b, fn).values()))
-                 for fn in (_delta_steps, _delta_rollouts, _delta_auc)]
         rows.append([f"{vade} - {other}", str(len(set(a) & set(b))),
-                     *(_fmt(c, d + 1) for c in cells)])
+                     *(_paired_cell(a, b, fn, d)
+                       for fn in (_delta_steps, _delta_rollouts, _delta_auc))])
     if not rows:
         return ""
     return ("Controls (secondary: paired by seed, no correction; each against the VADE of its "
